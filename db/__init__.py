@@ -1,0 +1,1 @@
+"""The system of record: connection pool, migrations and one module per table."""

@@ -1,0 +1,125 @@
+"""Deliveries through their lifecycle: claim, record an attempt, release, recover.
+
+Every state change is one guarded statement: it names the state it leaves in its WHERE
+clause, and a worker changes a delivery only while it holds the claim token it was given.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from db.pool import ConnectionPool
+from db.sql import QUERIES
+
+TERMINAL = ("succeeded", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A delivery this worker holds, with the event and the config as they are now."""
+
+    id: int
+    event_id: str
+    event_type: str
+    payload: str
+    occurred_at: datetime
+    config_id: str
+    config_active: bool
+    endpoint: str
+    secret: str = field(repr=False)
+    previous_secret: str | None = field(repr=False)
+    attempt_count: int
+    replay_generation: int
+    generation_started_at: datetime
+    claimed_at: datetime
+    token: uuid.UUID
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    """What one attempt did, and the state its delivery should move to."""
+
+    delivery_id: int
+    token: uuid.UUID
+    attempt_number: int
+    replay_generation: int
+    endpoint: str
+    outcome: str
+    status_code: int
+    duration_ms: int
+    response_excerpt: str | None
+    error: str | None
+    next_status: str
+    next_delay: float | None
+    last_error: str | None
+
+
+@dataclass(frozen=True)
+class Moved:
+    """A delivery that changed state, and its new state."""
+
+    id: int
+    status: str
+    next_attempt_at: datetime | None = None
+
+
+def claim_due(pool: ConnectionPool, *, owner: str, limit: int) -> list[Claimed]:
+    """Claim up to `limit` due deliveries for `owner`; they are `delivering` on return."""
+    token = uuid.uuid4()
+    with pool.transaction() as cursor:
+        cursor.execute(
+            QUERIES["claim_due_deliveries"], {"limit": limit, "owner": owner, "token": str(token)}
+        )
+        rows = cursor.fetchall()
+    return [Claimed(*row, token=token) for row in rows]
+
+
+def record(pool: ConnectionPool, results: Sequence[AttemptResult]) -> list[Moved]:
+    """Append the attempts and move each still-claimed delivery to its next state."""
+    if not results:
+        return []
+    params = {
+        "ids": [r.delivery_id for r in results],
+        "tokens": [str(r.token) for r in results],
+        "attempt_numbers": [r.attempt_number for r in results],
+        "generations": [r.replay_generation for r in results],
+        "endpoints": [r.endpoint for r in results],
+        "outcomes": [r.outcome for r in results],
+        "status_codes": [r.status_code for r in results],
+        "durations_ms": [r.duration_ms for r in results],
+        "excerpts": [r.response_excerpt for r in results],
+        "errors": [r.error for r in results],
+        "next_statuses": [r.next_status for r in results],
+        "next_delays": [r.next_delay for r in results],
+        "last_errors": [r.last_error for r in results],
+    }
+    with pool.transaction() as cursor:
+        cursor.execute(QUERIES["record_attempts"], params)
+        return [Moved(id, status, due) for id, status, due, _ in cursor.fetchall()]
+
+
+def release(pool: ConnectionPool, claims: Sequence[tuple[int, uuid.UUID]]) -> list[Moved]:
+    """Hand claims back without an attempt: pending now, or cancelled if the config is off."""
+    if not claims:
+        return []
+    with pool.transaction() as cursor:
+        cursor.execute(
+            QUERIES["release_claims"],
+            {"ids": [id for id, _ in claims], "tokens": [str(token) for _, token in claims]},
+        )
+        return [Moved(id, status) for id, status, _ in cursor.fetchall()]
+
+
+def recover_stale(pool: ConnectionPool, *, timeout: float, limit: int) -> list[Moved]:
+    """Return up to `limit` claims older than `timeout` seconds to the queue (or cancel them)."""
+    with pool.transaction() as cursor:
+        cursor.execute(QUERIES["recover_stale_claims"], {"timeout": float(timeout), "limit": limit})
+        return [Moved(id, status) for id, status, _ in cursor.fetchall()]
+
+
+def next_due_at(pool: ConnectionPool) -> datetime | None:
+    """Return when the earliest pending delivery is due, or None if none is pending."""
+    return pool.execute("next_due_at")[0][0]

@@ -1,0 +1,86 @@
+"""Events and their fan-out: the one ingest path shared by the broker consumer and the API."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from db.errors import InvalidInput
+from db.pool import ConnectionPool
+from db.sql import QUERIES
+
+MAX_ID_LENGTH = 255
+MAX_TYPE_LENGTH = 255
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to store; `payload` is its JSON text."""
+
+    id: str
+    type: str
+    payload: str
+    occurred_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class IngestCounts:
+    events_created: int
+    deliveries_created: int
+
+
+def encode_payload(payload: Any) -> str:
+    """Return the compact JSON text stored for `payload`."""
+    return json.dumps(payload, separators=(",", ":"), allow_nan=False)
+
+
+def new_event(
+    id: str, type: str, payload: Any, *, max_payload: int, occurred_at: datetime | None = None
+) -> NewEvent:
+    """Validate an event's fields and return it, or raise InvalidInput saying what is wrong."""
+    if not isinstance(type, str) or not type.strip():
+        raise InvalidInput("type: must be a non-empty string")
+    if len(type) > MAX_TYPE_LENGTH:
+        raise InvalidInput(f"type: longer than {MAX_TYPE_LENGTH} characters")
+    if not isinstance(id, str) or not id.strip():
+        raise InvalidInput("id: must be a non-empty string")
+    if len(id) > MAX_ID_LENGTH:
+        raise InvalidInput(f"id: longer than {MAX_ID_LENGTH} characters")
+    if "\x00" in id or "\x00" in type:
+        raise InvalidInput("id and type must not contain NUL characters")
+    try:
+        text = encode_payload(payload)
+    except (TypeError, ValueError) as error:
+        raise InvalidInput(f"payload: not representable as JSON ({error})") from None
+    if len(text) > max_payload:
+        raise InvalidInput(f"payload: {len(text)} bytes is over the limit of {max_payload} bytes")
+    return NewEvent(id=id, type=type, payload=text, occurred_at=occurred_at)
+
+
+def ingest(cursor: Any, events: Sequence[NewEvent], *, source: str) -> IngestCounts:
+    """Store `events` and their deliveries within the caller's transaction."""
+    if not events:
+        return IngestCounts(0, 0)
+    cursor.execute(
+        QUERIES["ingest_events"],
+        {
+            "ids": [e.id for e in events],
+            "types": [e.type for e in events],
+            "payloads": [e.payload for e in events],
+            "occurred_at": [e.occurred_at for e in events],
+            "source": source,
+        },
+    )
+    events_created, deliveries_created, _ = cursor.fetchone()
+    return IngestCounts(events_created, deliveries_created)
+
+
+def publish(pool: ConnectionPool, event: NewEvent, *, source: str = "api") -> list[int]:
+    """Store one event with its deliveries; return its delivery ids (idempotent on the id)."""
+    with pool.transaction() as cursor:
+        ingest(cursor, [event], source=source)
+        cursor.execute(QUERIES["deliveries_of_event"], {"event_id": event.id})
+        return [row[0] for row in cursor.fetchall()]

@@ -1,0 +1,95 @@
+"""Apply the numbered, append-only migrations of `db/migrations/` under an advisory lock.
+
+Each file `NNNN_name.sql` runs once, in its own transaction, and is recorded in
+`schema_migrations`. Concurrent runs queue on the lock; the later ones find nothing to do.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from db.errors import translated
+from db.pool import connect
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+MIGRATION_LOCK = 7_245_101  # pg_advisory_lock key shared by every `webhooks migrate`
+_FILE_NAME = re.compile(r"^(\d{4})_(\w+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+    def sql(self) -> str:
+        return self.path.read_text()
+
+
+def migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    """Return the migrations in order; raise on a malformed name or a reused number."""
+    found: dict[int, Migration] = {}
+    for path in sorted(directory.glob("*.sql")):
+        match = _FILE_NAME.match(path.name)
+        if not match:
+            raise ValueError(f"migration {path.name}: name it NNNN_description.sql")
+        version = int(match.group(1))
+        if version in found:
+            raise ValueError(f"migration number {version} used twice")
+        found[version] = Migration(version, match.group(2), path)
+    return [found[v] for v in sorted(found)]
+
+
+def migrate(dsn: str, *, report: Callable[[str], None] = lambda _: None) -> list[Migration]:
+    """Apply every pending migration and return the ones this call applied."""
+    conn = connect(dsn, autocommit=True, application_name="webhooks-migrate")
+    applied: list[Migration] = []
+    try:
+        with translated(), conn.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+            cursor.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version integer PRIMARY KEY,"
+                " name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            cursor.execute("SELECT version FROM schema_migrations")
+            done = {row[0] for row in cursor.fetchall()}
+            for migration in migrations():
+                if migration.version in done:
+                    continue
+                report(f"applying {migration.path.name}")
+                cursor.execute("BEGIN")
+                try:
+                    cursor.execute(migration.sql())
+                    cursor.execute(
+                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                        (migration.version, migration.name),
+                    )
+                    cursor.execute("COMMIT")
+                except BaseException:
+                    cursor.execute("ROLLBACK")
+                    raise
+                applied.append(migration)
+            cursor.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+    finally:
+        conn.close()
+    return applied
+
+
+def pending(dsn: str) -> list[Migration]:
+    """Return the migrations not yet applied to the database at `dsn`."""
+    conn = connect(dsn, autocommit=True, application_name="webhooks-migrate")
+    try:
+        with translated(), conn.cursor() as cursor:
+            cursor.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
+            if not cursor.fetchone()[0]:
+                return migrations()
+            cursor.execute("SELECT version FROM schema_migrations")
+            done = {row[0] for row in cursor.fetchall()}
+    finally:
+        conn.close()
+    return [m for m in migrations() if m.version not in done]

@@ -1,0 +1,65 @@
+-- insert_config --
+-- Create a config and return it
+INSERT INTO configs (id, name, endpoint, secret, event_types, active)
+VALUES (coalesce(%(id)s, gen_random_uuid()::text), %(name)s, %(endpoint)s, %(secret)s,
+        %(event_types)s, %(active)s)
+RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at
+
+-- get_config --
+-- Return one config that has not been deleted
+SELECT id, name, endpoint, event_types, active, created_at, updated_at, deleted_at
+FROM configs
+WHERE id = %(id)s AND deleted_at IS NULL
+
+-- list_configs --
+-- Page through configs newest first, after a (created_at, id) cursor, optionally by active flag
+SELECT id, name, endpoint, event_types, active, created_at, updated_at, deleted_at
+FROM configs
+WHERE deleted_at IS NULL
+  AND (%(active)s::boolean IS NULL OR active = %(active)s::boolean)
+  AND (%(after_created)s::timestamptz IS NULL
+       OR (created_at, id) < (%(after_created)s::timestamptz, %(after_id)s::text))
+ORDER BY created_at DESC, id DESC
+LIMIT %(limit)s
+
+-- update_config --
+-- Change the given fields of a config that has not been deleted
+UPDATE configs
+SET endpoint = coalesce(%(endpoint)s, endpoint),
+    event_types = coalesce(%(event_types)s, event_types),
+    name = CASE WHEN %(set_name)s THEN %(name)s ELSE name END,
+    updated_at = now()
+WHERE id = %(id)s AND deleted_at IS NULL
+RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at
+
+-- set_config_active --
+-- Activate or deactivate a config that has not been deleted
+UPDATE configs
+SET active = %(active)s, updated_at = CASE WHEN active = %(active)s THEN updated_at ELSE now() END
+WHERE id = %(id)s AND deleted_at IS NULL
+RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at
+
+-- delete_config --
+-- Mark a config deleted and inactive; the row stays so its deliveries remain inspectable
+UPDATE configs
+SET deleted_at = now(), active = false, updated_at = now()
+WHERE id = %(id)s AND deleted_at IS NULL
+RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at
+
+-- rotate_config_secret --
+-- Install a new secret; the current one keeps signing until the grace period ends
+UPDATE configs
+SET previous_secret = CASE WHEN %(grace_seconds)s > 0 THEN secret END,
+    previous_secret_expires_at =
+        CASE WHEN %(grace_seconds)s > 0 THEN now() + make_interval(secs => %(grace_seconds)s) END,
+    secret = %(secret)s,
+    updated_at = now()
+WHERE id = %(id)s AND deleted_at IS NULL
+RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at
+
+-- cancel_pending_deliveries_of_config --
+-- Cancel the pending deliveries of a config that was just deactivated or deleted
+UPDATE deliveries
+SET status = 'cancelled', next_attempt_at = NULL, updated_at = now()
+WHERE config_id = %(id)s AND status = 'pending'
+RETURNING id

@@ -1,0 +1,140 @@
+-- claim_due_deliveries --
+-- Claim up to `limit` due pending deliveries, oldest due first, skipping rows other workers hold; return what the attempt needs, read from the config as it is now
+WITH due AS (
+    SELECT id
+    FROM deliveries
+    WHERE status = 'pending' AND next_attempt_at <= now()
+    ORDER BY next_attempt_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE deliveries d
+SET status = 'delivering',
+    claimed_at = now(),
+    claimed_by = %(owner)s,
+    claim_token = %(token)s,
+    generation_started_at = coalesce(d.generation_started_at, now()),
+    updated_at = now()
+FROM due, events e, configs c
+WHERE d.id = due.id AND e.id = d.event_id AND c.id = d.config_id
+RETURNING d.id, d.event_id, e.type, e.payload::text, e.occurred_at, d.config_id, c.active,
+          c.endpoint, c.secret,
+          CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_secret END,
+          d.attempt_count, d.replay_generation, d.generation_started_at, now()
+
+-- record_attempts --
+-- Append one attempt per result and move each delivery still claimed with the given token to its next state; a non-2xx result of an inactive config becomes cancelled; return the deliveries that changed
+WITH results AS (
+    SELECT *
+    FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(attempt_numbers)s::integer[],
+                %(generations)s::integer[], %(endpoints)s::text[], %(outcomes)s::text[],
+                %(status_codes)s::integer[], %(durations_ms)s::integer[],
+                %(excerpts)s::text[], %(errors)s::text[], %(next_statuses)s::text[],
+                %(next_delays)s::float8[], %(last_errors)s::text[])
+        AS r (delivery_id, claim_token, attempt_number, replay_generation, endpoint, outcome,
+              status_code, duration_ms, response_excerpt, error, next_status, next_delay,
+              last_error)
+),
+attempts AS (
+    INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation, endpoint,
+                                   outcome, status_code, duration_ms, response_excerpt, error)
+    SELECT r.delivery_id, r.attempt_number, r.replay_generation, r.endpoint, r.outcome,
+           r.status_code, r.duration_ms, r.response_excerpt, r.error
+    FROM results r
+    WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.id = r.delivery_id)
+),
+configs_now AS (
+    -- Share-locked: a concurrent deactivation waits, then cancels what this made pending.
+    SELECT id, active
+    FROM configs
+    WHERE id IN (SELECT d.config_id FROM deliveries d JOIN results r ON r.delivery_id = d.id)
+    ORDER BY id
+    FOR SHARE
+),
+moved AS (
+    UPDATE deliveries d
+    SET status = CASE WHEN r.next_status = 'succeeded' OR c.active THEN r.next_status
+                      ELSE 'cancelled' END,
+        attempt_count = d.attempt_count + 1,
+        next_attempt_at = CASE WHEN r.next_status = 'pending' AND c.active
+                               THEN now() + make_interval(secs => r.next_delay) END,
+        last_status_code = r.status_code,
+        last_error = r.last_error,
+        claimed_at = NULL,
+        claimed_by = NULL,
+        claim_token = NULL,
+        updated_at = now()
+    FROM results r, configs_now c
+    WHERE d.id = r.delivery_id AND c.id = d.config_id
+      AND d.status = 'delivering' AND d.claim_token = r.claim_token
+    RETURNING d.id, d.status, d.next_attempt_at
+),
+wake AS (
+    SELECT pg_notify('webhooks_deliveries_due', '')
+    FROM (SELECT 1 FROM moved WHERE status = 'pending' AND next_attempt_at <= now() LIMIT 1) m
+)
+SELECT id, status, next_attempt_at, (SELECT count(*) FROM wake) FROM moved
+
+-- release_claims --
+-- Hand claimed deliveries back without an attempt: pending and due now if their config is active, else cancelled
+WITH claimed AS (
+    SELECT d.id, d.config_id
+    FROM deliveries d
+    JOIN unnest(%(ids)s::bigint[], %(tokens)s::uuid[]) AS r (id, claim_token)
+      ON r.id = d.id AND r.claim_token = d.claim_token
+    WHERE d.status = 'delivering'
+    FOR UPDATE OF d
+),
+configs_now AS (
+    SELECT id, active FROM configs WHERE id IN (SELECT config_id FROM claimed) ORDER BY id
+    FOR SHARE
+),
+released AS (
+    UPDATE deliveries d
+    SET status = CASE WHEN c.active THEN 'pending' ELSE 'cancelled' END,
+        next_attempt_at = CASE WHEN c.active THEN now() END,
+        claimed_at = NULL, claimed_by = NULL, claim_token = NULL, updated_at = now()
+    FROM claimed, configs_now c
+    WHERE d.id = claimed.id AND c.id = claimed.config_id
+    RETURNING d.id, d.status
+),
+wake AS (
+    SELECT pg_notify('webhooks_deliveries_due', '')
+    FROM (SELECT 1 FROM released WHERE status = 'pending' LIMIT 1) r
+)
+SELECT id, status, (SELECT count(*) FROM wake) FROM released
+
+-- recover_stale_claims --
+-- Return claims older than the timeout to pending (config active) or cancelled (inactive), in a bounded batch
+WITH stale AS (
+    SELECT id, config_id, claimed_by
+    FROM deliveries
+    WHERE status = 'delivering' AND claimed_at < now() - make_interval(secs => %(timeout)s)
+    ORDER BY claimed_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+),
+configs_now AS (
+    SELECT id, active FROM configs WHERE id IN (SELECT config_id FROM stale) ORDER BY id
+    FOR SHARE
+),
+recovered AS (
+    UPDATE deliveries d
+    SET status = CASE WHEN c.active THEN 'pending' ELSE 'cancelled' END,
+        next_attempt_at = CASE WHEN c.active THEN now() END,
+        last_error = 'claim by ' || coalesce(stale.claimed_by, 'unknown worker')
+                     || ' went stale; returned to the queue',
+        claimed_at = NULL, claimed_by = NULL, claim_token = NULL, updated_at = now()
+    FROM stale, configs_now c
+    WHERE d.id = stale.id AND c.id = stale.config_id
+    RETURNING d.id, d.status
+),
+wake AS (
+    SELECT pg_notify('webhooks_deliveries_due', '')
+    FROM (SELECT 1 FROM recovered WHERE status = 'pending' LIMIT 1) r
+)
+SELECT id, status, (SELECT count(*) FROM wake) FROM recovered
+
+-- next_due_at --
+-- Return when the earliest pending delivery becomes due (null when none is pending)
+SELECT min(next_attempt_at) FROM deliveries WHERE status = 'pending'

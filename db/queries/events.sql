@@ -1,0 +1,42 @@
+-- ingest_events --
+-- Store new events and, in the same statement, one pending delivery per active config subscribed to each event's exact type; repeated event ids create nothing; wake idle dispatchers
+WITH input AS (
+    SELECT DISTINCT ON (id) id, type, payload, occurred_at
+    FROM unnest(%(ids)s::text[], %(types)s::text[], %(payloads)s::text[],
+                %(occurred_at)s::timestamptz[]) AS i (id, type, payload, occurred_at)
+),
+new_events AS (
+    INSERT INTO events (id, type, payload, occurred_at, source)
+    SELECT id, type, payload::json, coalesce(occurred_at, now()), %(source)s
+    FROM input
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id, type
+),
+subscribed AS (
+    -- Share-locked, so a concurrent deactivation either waits for this insert (and then
+    -- cancels its deliveries) or commits first (and then this statement skips the config).
+    SELECT id, event_types
+    FROM configs
+    WHERE active AND deleted_at IS NULL
+      AND event_types && (SELECT array_agg(DISTINCT type) FROM input)
+    FOR SHARE
+),
+new_deliveries AS (
+    INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at)
+    SELECT e.id, c.id, e.type, now()
+    FROM new_events e
+    JOIN subscribed c ON c.event_types @> ARRAY[e.type]
+    ORDER BY e.id, c.id
+    ON CONFLICT (event_id, config_id) DO NOTHING
+    RETURNING id
+),
+wake AS (
+    SELECT pg_notify('webhooks_deliveries_due', '') FROM (SELECT 1 FROM new_deliveries LIMIT 1) d
+)
+SELECT (SELECT count(*) FROM new_events) AS events_created,
+       (SELECT count(*) FROM new_deliveries) AS deliveries_created,
+       (SELECT count(*) FROM wake) AS woken
+
+-- deliveries_of_event --
+-- Return the ids of an event's deliveries, oldest first
+SELECT id FROM deliveries WHERE event_id = %(event_id)s ORDER BY id

@@ -1,0 +1,16 @@
+"""`webhooks migrate`: apply pending migrations (idempotent, safe to run concurrently)."""
+
+from __future__ import annotations
+
+import argparse
+
+from db.migrate import migrate
+from service.cli import EXIT_OK, command
+from service.settings import Settings
+
+
+@command("migrate", "apply pending database migrations (idempotent, concurrency-safe)")
+def run_migrate(args: argparse.Namespace, settings: Settings) -> int:
+    applied = migrate(settings.require_database_url(), report=print)
+    print(f"{len(applied)} migration(s) applied; schema is up to date")
+    return EXIT_OK

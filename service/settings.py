@@ -1,0 +1,274 @@
+"""One frozen settings object, read from environment variables and the matching CLI flags.
+
+Every setting has an environment variable; its flag is the variable's name without the
+`WEBHOOKS_` prefix, lower-cased, with hyphens (`WEBHOOKS_MIN_BACKOFF` <-> `--min-backoff`,
+`DATABASE_URL` <-> `--database-url`). A flag wins over the environment, which wins over the
+default. Each default is written once below, in the unit its parser reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from service.durations import format_duration, parse_duration, parse_size
+
+
+class SettingsError(ValueError):
+    """A setting has a value the service cannot run with."""
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"invalid boolean {text!r}: use true or false")
+
+
+def _int(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError(f"invalid integer {text!r}") from None
+        if not low <= value <= high:
+            raise ValueError(f"{value} is out of range {low}..{high}")
+        return value
+
+    return parse
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in choices:
+            raise ValueError(f"invalid value {text!r}: choose one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def _text(text: str) -> str | None:
+    return text.strip() or None
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _setting(
+    env: str,
+    default: str | None,
+    parse: Callable[[str], Any],
+    help: str,
+    aliases: tuple[str, ...] = (),
+) -> Any:
+    value = None if default is None else parse(default)
+    return field(
+        default=value,
+        metadata={"env": env, "default": default, "parse": parse, "help": help, "aliases": aliases},
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every tunable of the service; build with `Settings.load()`."""
+
+    database_url: str | None = _setting("DATABASE_URL", None, _text, "PostgreSQL DSN")
+    port: int = _setting("PORT", "8000", _int(1, 65535), "web listen port")
+    retry_period: float = _setting(
+        "WEBHOOKS_RETRY_PERIOD", "3s", parse_duration,
+        "dispatcher poll fallback between NOTIFY wake-ups", ("--retry-period",),
+    )
+    retry_batch_size: int = _setting(
+        "WEBHOOKS_RETRY_BATCH_SIZE", "50", _int(1, 10_000),
+        "most deliveries claimed by one claim statement", ("--retry-batch-size",),
+    )
+    dispatch_concurrency: int = _setting(
+        "WEBHOOKS_DISPATCH_CONCURRENCY", "50", _int(1, 10_000),
+        "in-flight attempts per worker process",
+    )
+    listen_notify: bool = _setting(
+        "WEBHOOKS_LISTEN_NOTIFY", "true", _bool,
+        "wake the dispatcher by LISTEN/NOTIFY (false: poll every retry period only)",
+    )
+    min_backoff: float = _setting(
+        "WEBHOOKS_MIN_BACKOFF", "1m", parse_duration, "first retry delay",
+        ("--min-backoff-delay",),
+    )
+    max_backoff: float = _setting(
+        "WEBHOOKS_MAX_BACKOFF", "1h", parse_duration, "longest retry delay",
+        ("--max-backoff-delay",),
+    )
+    max_attempts: int = _setting(
+        "WEBHOOKS_MAX_ATTEMPTS", "15", _int(1, 1000), "attempts per retry generation"
+    )
+    retry_window: float = _setting(
+        "WEBHOOKS_RETRY_WINDOW", "10h", parse_duration,
+        "retry generation length from its first attempt", ("--abort-after",),
+    )
+    retry_after_cap: float = _setting(
+        "WEBHOOKS_RETRY_AFTER_CAP", "6h", parse_duration, "longest honoured Retry-After"
+    )
+    backoff_strategy: str = _setting(
+        "WEBHOOKS_BACKOFF_STRATEGY", "exponential", _choice("exponential", "linear", "fixed"),
+        "how retry delays grow",
+    )
+    jitter: str = _setting(
+        "WEBHOOKS_JITTER", "none", _choice("none", "full", "equal", "decorrelated"),
+        "randomisation of retry delays",
+    )
+    http_timeout: float = _setting(
+        "WEBHOOKS_HTTP_TIMEOUT", "30s", parse_duration, "timeout of one attempt"
+    )
+    claim_timeout: float = _setting(
+        "WEBHOOKS_CLAIM_TIMEOUT", "5m", parse_duration, "age after which a claim is stale"
+    )
+    recovery_period: float = _setting(
+        "WEBHOOKS_RECOVERY_PERIOD", "1m", parse_duration, "interval of the stale-claim sweep"
+    )
+    retention_period: float = _setting(
+        "WEBHOOKS_RETENTION_PERIOD", "1h", parse_duration, "retention job interval (0 disables)"
+    )
+    retention_succeeded: float = _setting(
+        "WEBHOOKS_RETENTION_SUCCEEDED", "30d", parse_duration,
+        "age after which succeeded deliveries are deleted (0 disables)",
+    )
+    retention_failed: float = _setting(
+        "WEBHOOKS_RETENTION_FAILED", "90d", parse_duration,
+        "age after which failed and cancelled deliveries are deleted (0 disables)",
+    )
+    secret_rotation_grace: float = _setting(
+        "WEBHOOKS_SECRET_ROTATION_GRACE", "24h", parse_duration,
+        "how long a rotated-out secret keeps signing",
+    )
+    shutdown_timeout: float = _setting(
+        "WEBHOOKS_SHUTDOWN_TIMEOUT", "25s", parse_duration, "in-flight grace on SIGTERM"
+    )
+    max_payload: int = _setting(
+        "WEBHOOKS_MAX_PAYLOAD", "1MiB", parse_size, "largest accepted event payload"
+    )
+    allow_private_endpoints: bool = _setting(
+        "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS", "false", _bool,
+        "allow loopback, private and link-local endpoints (true under dev)",
+    )
+    db_pool_size: int = _setting(
+        "WEBHOOKS_DB_POOL_SIZE", "10", _int(1, 1000), "database connections per process"
+    )
+    metrics_port: int = _setting(
+        "WEBHOOKS_METRICS_PORT", "9464", _int(0, 65535),
+        "port of the worker's /metrics and /healthz (0 disables)",
+    )
+    log_level: str = _setting(
+        "WEBHOOKS_LOG_LEVEL", "info", _choice("debug", "info", "warning", "error"), "log level"
+    )
+    web_concurrency: int = _setting(
+        "WEB_CONCURRENCY", "2", _int(1, 64), "gunicorn worker processes of `webhooks web`"
+    )
+    otlp_endpoint: str | None = _setting(
+        "OTEL_EXPORTER_OTLP_ENDPOINT", None, _text, "OTLP/HTTP collector for metrics and traces"
+    )
+    kafka_bootstrap_servers: str | None = _setting(
+        "KAFKA_BOOTSTRAP_SERVERS", None, _text, "Kafka brokers (unset: no consumer)"
+    )
+    kafka_topics: tuple[str, ...] = _setting(
+        "KAFKA_TOPICS", "webhooks", _csv, "comma-separated topics to consume"
+    )
+    kafka_group_id: str = _setting("KAFKA_GROUP_ID", "webhooks", _text, "consumer group")
+
+    @classmethod
+    def load(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        flags: Mapping[str, Any] | None = None,
+        *,
+        dev: bool = False,
+    ) -> Settings:
+        """Build the settings from flags, then `environ`, then defaults; raise SettingsError."""
+        environ = os.environ if environ is None else environ
+        flags = flags or {}
+        values: dict[str, Any] = {}
+        for spec in dataclasses.fields(cls):
+            meta = spec.metadata
+            raw = flags.get(spec.name)
+            source = f"--{flag_name(meta['env'])}"
+            if raw is None:
+                raw, source = environ.get(meta["env"]), meta["env"]
+            if raw is None:
+                continue
+            try:
+                values[spec.name] = meta["parse"](str(raw))
+            except ValueError as error:
+                raise SettingsError(f"{source}: {error}") from None
+        if dev:
+            values.setdefault("allow_private_endpoints", True)
+        settings = cls(**values)
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        """Raise SettingsError when values contradict each other."""
+        if self.min_backoff <= 0:
+            raise SettingsError("WEBHOOKS_MIN_BACKOFF: must be greater than 0")
+        if self.max_backoff < self.min_backoff:
+            raise SettingsError(
+                "WEBHOOKS_MAX_BACKOFF: must not be shorter than WEBHOOKS_MIN_BACKOFF "
+                f"({format_duration(self.max_backoff)} < {format_duration(self.min_backoff)})"
+            )
+        for name in ("retry_period", "http_timeout", "claim_timeout", "retry_window",
+                     "recovery_period"):
+            if getattr(self, name) <= 0:
+                env = type(self).__dataclass_fields__[name].metadata["env"]
+                raise SettingsError(f"{env}: must be greater than 0")
+        if self.claim_timeout <= self.http_timeout:
+            raise SettingsError(
+                "WEBHOOKS_CLAIM_TIMEOUT: must be longer than WEBHOOKS_HTTP_TIMEOUT, or live "
+                "attempts would be recovered as stale"
+            )
+        if self.max_payload <= 0:
+            raise SettingsError("WEBHOOKS_MAX_PAYLOAD: must be greater than 0")
+
+    def replace(self, **changes: Any) -> Settings:
+        """Return a copy with `changes` applied and validated."""
+        settings = dataclasses.replace(self, **changes)
+        settings.validate()
+        return settings
+
+    def require_database_url(self) -> str:
+        """Return DATABASE_URL or raise SettingsError naming it."""
+        if not self.database_url:
+            raise SettingsError("DATABASE_URL: required (e.g. postgresql://user@host/db)")
+        return self.database_url
+
+
+def flag_name(env: str) -> str:
+    """Return the CLI flag of an environment variable (`WEBHOOKS_MIN_BACKOFF` -> `min-backoff`)."""
+    return env.removeprefix("WEBHOOKS_").lower().replace("_", "-")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one flag per setting (plus the aliases of the former retry worker) to `parser`."""
+    group = parser.add_argument_group("settings (each also read from its environment variable)")
+    for spec in dataclasses.fields(Settings):
+        meta = spec.metadata
+        names = [f"--{flag_name(meta['env'])}", *meta["aliases"]]
+        default = meta["default"] if meta["default"] is not None else "unset"
+        group.add_argument(
+            *dict.fromkeys(names),
+            dest=spec.name,
+            default=None,
+            metavar=meta["env"],
+            help=f"{meta['help']} (default: {default})",
+        )
+
+
+def flags_from(namespace: argparse.Namespace) -> dict[str, Any]:
+    """Return the settings flags given on the command line."""
+    names = {spec.name for spec in dataclasses.fields(Settings)}
+    return {k: v for k, v in vars(namespace).items() if k in names and v is not None}

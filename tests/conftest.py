@@ -1,0 +1,124 @@
+"""Shared fixtures: one PostgreSQL per session, one migrated template, a fresh copy per test."""
+
+from service.patch import patch
+
+patch()
+
+import os  # noqa: E402
+import shutil  # noqa: E402
+import uuid  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+import psycopg2  # noqa: E402
+import pytest  # noqa: E402
+from psycopg2.extensions import make_dsn  # noqa: E402
+
+from db.migrate import migrate  # noqa: E402
+from db.pool import ConnectionPool  # noqa: E402
+from service import local_postgres  # noqa: E402
+from service.settings import Settings  # noqa: E402
+from tests.factories import Factories  # noqa: E402
+
+pytest_plugins = ["tests.receivers"]
+
+
+def _admin(dsn: str, statement: str) -> None:
+    conn = psycopg2.connect(dsn)
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(statement)
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[local_postgres.LocalPostgres | None]:
+    """The session's embedded server, or None when WEBHOOKS_TEST_DATABASE_URL is set."""
+    if os.environ.get("WEBHOOKS_TEST_DATABASE_URL"):
+        yield None
+        return
+    server = local_postgres.temporary(fast_unsafe=True)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop("immediate")
+        shutil.rmtree(server.base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def server_dsn(postgres_server) -> str:
+    """DSN of a maintenance database on the test server."""
+    return os.environ.get("WEBHOOKS_TEST_DATABASE_URL") or postgres_server.dsn
+
+
+@pytest.fixture(scope="session")
+def database_factory(server_dsn):
+    """Create (and drop at session end) databases on the test server; returns a maker."""
+    created: list[str] = []
+
+    def create(template: str | None = None, prefix: str = "webhooks_test") -> str:
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        clause = f" TEMPLATE {template}" if template else ""
+        _admin(server_dsn, f"CREATE DATABASE {name}{clause}")
+        created.append(name)
+        return name
+
+    yield create
+    for name in reversed(created):
+        _admin(server_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def dsn_for(server_dsn: str, name: str) -> str:
+    return make_dsn(server_dsn, dbname=name)
+
+
+@pytest.fixture(scope="session")
+def template_database(server_dsn, database_factory) -> str:
+    """A database with every migration applied, copied for each test."""
+    name = database_factory(prefix="webhooks_template")
+    migrate(dsn_for(server_dsn, name))
+    return name
+
+
+@pytest.fixture
+def database_url(server_dsn, database_factory, template_database) -> Iterator[str]:
+    """A fresh, migrated database for one test."""
+    name = database_factory(template=template_database)
+    yield dsn_for(server_dsn, name)
+    _admin(server_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def empty_database_url(server_dsn, database_factory) -> str:
+    """A database with no tables at all."""
+    return dsn_for(server_dsn, database_factory())
+
+
+@pytest.fixture
+def pool(database_url) -> Iterator[ConnectionPool]:
+    pool = ConnectionPool(database_url, size=10)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def settings(database_url) -> Settings:
+    """Settings for tests: the test database, private endpoints allowed, short timeouts."""
+    return Settings.load(
+        {},
+        {
+            "database_url": database_url,
+            "allow_private_endpoints": "true",
+            "http_timeout": "5s",
+            "retry_period": "1s",
+            "metrics_port": "0",
+        },
+    )
+
+
+@pytest.fixture
+def make(pool) -> Factories:
+    """Factories for configs, events and deliveries in the test database."""
+    return Factories(pool)

@@ -1,0 +1,108 @@
+import os
+import subprocess
+import sys
+
+import psycopg2
+import pytest
+
+from db.migrate import migrate, migrations, pending
+
+TABLES = {
+    "configs", "events", "deliveries", "delivery_attempts", "replay_requests",
+    "rejected_events", "api_tokens", "schema_migrations",
+}
+
+
+def _query(dsn, sql, params=None):
+    conn = psycopg2.connect(dsn)
+    try:
+        with conn, conn.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall() if cursor.description else []
+    finally:
+        conn.close()
+
+
+def test_migrations_are_numbered_without_gaps():
+    versions = [m.version for m in migrations()]
+    assert versions == list(range(1, len(versions) + 1))
+
+
+def test_all_migrations_apply_to_an_empty_database(empty_database_url):
+    applied = migrate(empty_database_url)
+    assert [m.version for m in applied] == [m.version for m in migrations()]
+    tables = {row[0] for row in _query(
+        empty_database_url,
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public'",
+    )}
+    assert TABLES <= tables
+    indexes = {row[0] for row in _query(
+        empty_database_url, "SELECT indexname FROM pg_indexes WHERE schemaname = 'public'"
+    )}
+    assert {"deliveries_due", "deliveries_claimed", "deliveries_event_config_key",
+            "deliveries_succeeded_age", "deliveries_finished_age",
+            "delivery_attempts_by_delivery"} <= indexes
+    (due_index,) = _query(
+        empty_database_url,
+        "SELECT indexdef FROM pg_indexes WHERE indexname = 'deliveries_due'",
+    )[0]
+    assert "WHERE (status = 'pending'::text)" in due_index
+    assert pending(empty_database_url) == []
+
+
+def test_migrate_twice_applies_nothing_the_second_time(empty_database_url):
+    migrate(empty_database_url)
+    assert migrate(empty_database_url) == []
+
+
+def test_delivery_pair_is_unique(database_url):
+    _query(database_url, "INSERT INTO configs (id, endpoint, secret, event_types) "
+                         "VALUES ('c', 'http://x', 's', '{a}')")
+    _query(database_url, "INSERT INTO events (id, type, payload, occurred_at, source) "
+                         "VALUES ('e', 'a', '{}', now(), 'api')")
+    insert = ("INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at) "
+              "VALUES ('e', 'c', 'a', now())")
+    _query(database_url, insert)
+    with pytest.raises(psycopg2.errors.UniqueViolation):
+        _query(database_url, insert)
+
+
+def test_concurrent_cli_migrations_both_succeed(empty_database_url):
+    env = {**os.environ, "DATABASE_URL": empty_database_url}
+    command = [sys.executable, "-m", "service", "migrate"]
+    runs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            for _ in range(3)]
+    results = [run.communicate(timeout=60) + (run.returncode,) for run in runs]
+    assert [code for _, _, code in results] == [0, 0, 0], results
+    applied = _query(empty_database_url, "SELECT count(*) FROM schema_migrations")[0][0]
+    assert applied == len(migrations())
+
+
+def test_former_model_configs_survive_the_upgrade(empty_database_url):
+    former = [
+        "CREATE TABLE configs (id varchar PRIMARY KEY, endpoint varchar NOT NULL,"
+        " secret varchar NOT NULL, event_types varchar[], active boolean NOT NULL DEFAULT true,"
+        " name varchar, created_at timestamp NOT NULL DEFAULT now(),"
+        " updated_at timestamp NOT NULL DEFAULT now())",
+        "CREATE TABLE attempts (id varchar PRIMARY KEY, webhook_id varchar NOT NULL,"
+        " created_at timestamp NOT NULL, updated_at timestamp NOT NULL, config jsonb,"
+        " payload text, status_code integer, retry_attempt integer, status varchar,"
+        " next_retry_after timestamp)",
+        "INSERT INTO configs VALUES ('cfg-1', 'https://a.example/hook', 'c2VjcmV0',"
+        " '{order.created,order.paid}', true, 'shop', '2024-01-01', '2024-01-02')",
+        "INSERT INTO configs VALUES ('cfg-2', 'https://b.example/hook', 'b3RoZXI=',"
+        " '{refund.created}', false, NULL, '2024-01-03', '2024-01-03')",
+    ]
+    for statement in former:
+        _query(empty_database_url, statement)
+    migrate(empty_database_url)
+    rows = _query(
+        empty_database_url,
+        "SELECT id, endpoint, secret, event_types, active, name FROM configs ORDER BY id",
+    )
+    assert rows == [
+        ("cfg-1", "https://a.example/hook", "c2VjcmV0", ["order.created", "order.paid"],
+         True, "shop"),
+        ("cfg-2", "https://b.example/hook", "b3RoZXI=", ["refund.created"], False, None),
+    ]
+    assert _query(empty_database_url, "SELECT count(*) FROM attempts")[0][0] == 0
