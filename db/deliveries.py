@@ -120,6 +120,11 @@ def recover_stale(pool: ConnectionPool, *, timeout: float, limit: int) -> list[M
         return [Moved(id, status) for id, status, _ in cursor.fetchall()]
 
 
-def next_due_at(pool: ConnectionPool) -> datetime | None:
-    """Return when the earliest pending delivery is due, or None if none is pending."""
-    return pool.execute("next_due_at")[0][0]
+def seconds_until_next_due(pool: ConnectionPool) -> float | None:
+    """Return the seconds until the earliest pending delivery is due, or None if none is."""
+    return pool.execute("seconds_until_next_due")[0][0]
+
+
+def queue_depth(pool: ConnectionPool, *, cap: int = 1_000_000) -> int:
+    """Return the number of pending deliveries, counting at most `cap`."""
+    return pool.execute("queue_depth", {"cap": cap})[0][0]

@@ -18,10 +18,11 @@ from service.settings import Settings, SettingsError, add_arguments, flags_from 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DATABASE = 0, 1, 2, 3
 
 Command = Callable[[argparse.Namespace, Settings], int]
-COMMANDS: dict[str, tuple[str, Command, Callable[[argparse.ArgumentParser], None] | None]] = {}
+Arguments = Callable[[argparse.ArgumentParser], None]
+COMMANDS: dict[str, tuple[str, Command, Arguments | None]] = {}
 
 
-def command(name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None] | None = None):
+def command(name: str, help: str, arguments: Arguments | None = None):
     """Register a subcommand: `help` for --help, `arguments` adds its own flags."""
 
     def register(function: Command) -> Command:

@@ -88,6 +88,11 @@ class LocalPostgres:
     def start(self) -> str:
         """Initialise the data folder if new, start the server, and return its DSN."""
         self.base.mkdir(parents=True, exist_ok=True)
+        if _is_root() and not _traversable_by_others(self.base.parent):
+            raise LocalPostgresError(
+                f"as root, PostgreSQL runs as {UNPRIVILEGED_USER!r}, which cannot reach "
+                f"{self.base}: choose a folder whose parent folders are all world-traversable"
+            )
         self._bin = self._binaries()
         if not (self.data / "PG_VERSION").exists():
             self._initdb()

@@ -122,3 +122,23 @@ def settings(database_url) -> Settings:
 def make(pool) -> Factories:
     """Factories for configs, events and deliveries in the test database."""
     return Factories(pool)
+
+
+@pytest.fixture
+def start_worker(settings):
+    """Start in-process workers with `settings` plus overrides; all stop at teardown."""
+    from service.telemetry import Telemetry
+    from service.worker import Worker
+
+    workers = []
+
+    def start(**overrides):
+        worker_settings = settings.replace(**overrides) if overrides else settings
+        worker = Worker(worker_settings, telemetry=Telemetry())
+        worker.start()
+        workers.append(worker)
+        return worker
+
+    yield start
+    for worker in workers:
+        worker.stop()

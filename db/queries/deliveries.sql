@@ -135,6 +135,12 @@ wake AS (
 )
 SELECT id, status, (SELECT count(*) FROM wake) FROM recovered
 
--- next_due_at --
--- Return when the earliest pending delivery becomes due (null when none is pending)
-SELECT min(next_attempt_at) FROM deliveries WHERE status = 'pending'
+-- seconds_until_next_due --
+-- Return the seconds until the earliest pending delivery is due, 0 if one is due now, null if none is pending
+SELECT greatest(0, extract(epoch FROM min(next_attempt_at) - now()))::float8
+FROM deliveries
+WHERE status = 'pending'
+
+-- queue_depth --
+-- Count pending deliveries, stopping at the cap so a huge backlog stays cheap to measure
+SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE status = 'pending' LIMIT %(cap)s) p

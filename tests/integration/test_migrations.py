@@ -35,7 +35,7 @@ def test_all_migrations_apply_to_an_empty_database(empty_database_url):
         empty_database_url,
         "SELECT tablename FROM pg_tables WHERE schemaname = 'public'",
     )}
-    assert TABLES <= tables
+    assert tables >= TABLES
     indexes = {row[0] for row in _query(
         empty_database_url, "SELECT indexname FROM pg_indexes WHERE schemaname = 'public'"
     )}
@@ -72,7 +72,7 @@ def test_concurrent_cli_migrations_both_succeed(empty_database_url):
     command = [sys.executable, "-m", "service", "migrate"]
     runs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             for _ in range(3)]
-    results = [run.communicate(timeout=60) + (run.returncode,) for run in runs]
+    results = [(*run.communicate(timeout=60), run.returncode) for run in runs]
     assert [code for _, _, code in results] == [0, 0, 0], results
     applied = _query(empty_database_url, "SELECT count(*) FROM schema_migrations")[0][0]
     assert applied == len(migrations())

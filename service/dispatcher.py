@@ -1,0 +1,267 @@
+"""Claim due deliveries, POST them concurrently, and record the outcomes in batches.
+
+Three kinds of greenlet share one bounded set of slots (WEBHOOKS_DISPATCH_CONCURRENCY):
+the claimer fills free slots with one short claim transaction at a time; a sender per
+delivery signs and POSTs outside any transaction; the recorder writes every finished
+attempt and its state change in one set-based statement, then frees the slots. No row lock
+is held across HTTP, and a database outage stalls the pipeline without losing anything:
+results wait in memory, and claims that never get recorded go stale and are recovered.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from datetime import timedelta
+
+import gevent
+import gevent.event
+import gevent.pool
+import gevent.queue
+
+from db import deliveries
+from db.deliveries import AttemptResult, Claimed
+from db.errors import DatabaseError, DatabaseUnavailable
+from db.pool import ConnectionPool
+from service import outgoing
+from service.backoff import RetryPolicy
+from service.sender import Response, Sender
+from service.telemetry import Telemetry
+from service.verdict import judge
+
+log = logging.getLogger("webhooks.dispatcher")
+
+RECORD_BATCH = 500  # most attempts written by one record statement
+DATABASE_RETRY_CAP = 5.0  # seconds, longest pause between retries of a failed database call
+_STOP = object()
+
+
+class Dispatcher:
+    """The delivery pipeline of one worker process."""
+
+    def __init__(self, pool: ConnectionPool, settings, *, owner: str, telemetry: Telemetry,
+                 sender: Sender | None = None, rng: random.Random | None = None) -> None:
+        self.pool = pool
+        self.settings = settings
+        self.owner = owner
+        self.telemetry = telemetry
+        self.policy = RetryPolicy.from_settings(settings)
+        self.sender = sender or Sender(
+            timeout=settings.http_timeout, concurrency=settings.dispatch_concurrency,
+            allow_private=settings.allow_private_endpoints,
+        )
+        self.rng = rng
+        self.capacity = settings.dispatch_concurrency
+        self.inflight: dict[int, Claimed] = {}
+        self._started_at: dict[int, float] = {}
+        self._sends = gevent.pool.Group()
+        self._results: gevent.queue.Queue = gevent.queue.Queue()
+        self._wakeup = gevent.event.Event()
+        self._slot_freed = gevent.event.Event()
+        self._claiming = True
+        self._greenlets: list[gevent.Greenlet] = []
+
+    def start(self) -> None:
+        """Start the claimer and the recorder."""
+        self._greenlets = [gevent.spawn(self._claim_loop), gevent.spawn(self._record_loop)]
+
+    def wake(self) -> None:
+        """Claim now: new deliveries may be due (called on NOTIFY)."""
+        self._wakeup.set()
+
+    def stop(self, timeout: float) -> None:
+        """Stop claiming, let in-flight attempts finish for `timeout` s, hand back the rest."""
+        self._claiming = False
+        self._wakeup.set()
+        self._slot_freed.set()
+        claimer, recorder = self._greenlets or (None, None)
+        if claimer:
+            claimer.join(timeout=min(timeout, 5))
+            claimer.kill()
+        self._sends.join(timeout=timeout)
+        self._sends.kill(block=True, timeout=2)
+        if recorder:
+            self._results.put(_STOP)
+            recorder.join(timeout=10)
+            recorder.kill()
+        unfinished = list(self.inflight.values())
+        if unfinished:
+            self._release(unfinished, reason="shutdown")
+        self.sender.close()
+
+    # -- claiming ---------------------------------------------------------------------------
+
+    def _claim_loop(self) -> None:
+        batch = self.settings.retry_batch_size
+        low_water = max(1, min(batch, self.capacity) // 4)
+        failures = 0
+        while self._claiming:
+            free = self.capacity - len(self.inflight)
+            if free < low_water:
+                self._slot_freed.clear()
+                if self.capacity - len(self.inflight) < low_water:
+                    self._slot_freed.wait()
+                continue
+            limit = min(free, batch)
+            try:
+                claimed = deliveries.claim_due(self.pool, owner=self.owner, limit=limit)
+                failures = 0
+            except DatabaseError as error:
+                failures += 1
+                log.warning("claim failed; retrying", extra={"error": str(error)})
+                self._pause(failures)
+                continue
+            self._launch(claimed)
+            if len(claimed) < limit:
+                self._idle()
+
+    def _idle(self) -> None:
+        """Wait for a NOTIFY, the next due time, or the poll period, whichever comes first."""
+        wait = self.settings.retry_period
+        try:
+            until_due = deliveries.seconds_until_next_due(self.pool)
+        except DatabaseError:
+            until_due = None
+        if until_due is not None:
+            wait = min(wait, until_due)
+        if wait > 0:
+            self._wakeup.wait(wait)
+        self._wakeup.clear()
+
+    def _launch(self, claimed: list[Claimed]) -> None:
+        if not claimed:
+            return
+        self.telemetry.transition("pending", "delivering", len(claimed))
+        now = time.monotonic()
+        inactive = [c for c in claimed if not c.config_active]
+        for item in claimed:
+            self.inflight[item.id] = item
+            self._started_at[item.id] = now
+            if item.config_active:
+                self._sends.spawn(self._attempt, item)
+        if inactive:
+            self._release(inactive, reason="config inactive")
+
+    # -- sending ----------------------------------------------------------------------------
+
+    def _attempt(self, claimed: Claimed) -> None:
+        try:
+            body = outgoing.body(claimed)
+            headers = outgoing.headers(claimed, body)
+            with self.telemetry.attempt_span(_span_attributes(claimed)) as (span, context):
+                headers.update(context)
+                response = self.sender.post(claimed.endpoint, body, headers)
+                span.set_attribute("http.response.status_code", response.status_code)
+            elapsed = time.monotonic() - self._started_at[claimed.id]
+            now = claimed.claimed_at + timedelta(seconds=elapsed)
+            result = judge(claimed, response, self.policy, now=now, rng=self.rng)
+        except Exception:
+            log.exception("attempt crashed; handing the delivery back",
+                          extra={"delivery_id": claimed.id})
+            self._results.put((claimed, None, None))
+            return
+        self._results.put((claimed, response, result))
+
+    # -- recording --------------------------------------------------------------------------
+
+    def _record_loop(self) -> None:
+        while True:
+            first = self._results.get()
+            if first is _STOP:
+                return
+            batch = [first]
+            while len(batch) < RECORD_BATCH and not self._results.empty():
+                item = self._results.get_nowait()
+                if item is _STOP:
+                    self._results.put(_STOP)
+                    break
+                batch.append(item)
+            try:
+                self._record(batch)
+            except Exception:
+                log.exception("recording attempts failed; their claims will be recovered",
+                              extra={"deliveries": len(batch)})
+                for claimed, _, _ in batch:
+                    self._free(claimed.id)
+
+    def _record(self, batch: list[tuple[Claimed, Response | None, AttemptResult | None]]) -> None:
+        crashed = [claimed for claimed, _, result in batch if result is None]
+        done = [(claimed, response, result) for claimed, response, result in batch if result]
+        if crashed:
+            self._release(crashed, reason="attempt crashed")
+        if not done:
+            return
+        moved = self._with_retries(deliveries.record, [result for _, _, result in done])
+        states = {m.id: m for m in moved}
+        for claimed, response, result in done:
+            self._free(claimed.id)
+            self.telemetry.attempt(response.outcome, response.status_code, response.duration)
+            state = states.get(claimed.id)
+            if state is None:
+                log.warning("claim was lost before the result arrived; attempt kept, state "
+                            "unchanged", extra=_fields(claimed, result))
+                continue
+            self.telemetry.transition("delivering", state.status)
+            log.info("attempt", extra={**_fields(claimed, result), "status": state.status,
+                                       "next_attempt_at": state.next_attempt_at})
+
+    def _release(self, claims: list[Claimed], *, reason: str) -> None:
+        try:
+            moved = self._with_retries(
+                deliveries.release, [(c.id, c.token) for c in claims], attempts=5)
+        except DatabaseError:
+            log.error("could not hand claims back; they will be recovered when stale",
+                      extra={"deliveries": len(claims), "reason": reason})
+            moved = []
+        for claim in claims:
+            self._free(claim.id)
+        for state in moved:
+            self.telemetry.transition("delivering", state.status)
+        if moved:
+            log.info("claims handed back", extra={"deliveries": len(moved), "reason": reason})
+
+    def _free(self, delivery_id: int) -> None:
+        self.inflight.pop(delivery_id, None)
+        self._started_at.pop(delivery_id, None)
+        self._slot_freed.set()
+
+    def _with_retries(self, operation, argument, *, attempts: int | None = None):
+        failures = 0
+        while True:
+            try:
+                return operation(self.pool, argument)
+            except DatabaseUnavailable as error:
+                failures += 1
+                if attempts is not None and failures >= attempts:
+                    raise
+                log.warning("database call failed; retrying",
+                            extra={"error": str(error), "operation": operation.__name__})
+                self._pause(failures)
+
+    @staticmethod
+    def _pause(failures: int) -> None:
+        gevent.sleep(min(DATABASE_RETRY_CAP, 0.1 * 2 ** min(failures, 10)))
+
+
+def _span_attributes(claimed: Claimed) -> dict[str, str | int]:
+    return {
+        "webhooks.delivery_id": claimed.id,
+        "webhooks.event_id": claimed.event_id,
+        "webhooks.config_id": claimed.config_id,
+        "webhooks.attempt": claimed.attempt_count + 1,
+    }
+
+
+def _fields(claimed: Claimed, result: AttemptResult) -> dict:
+    return {
+        "delivery_id": claimed.id,
+        "event_id": claimed.event_id,
+        "config_id": claimed.config_id,
+        "attempt": result.attempt_number,
+        "replay_generation": result.replay_generation,
+        "outcome": result.outcome,
+        "status_code": result.status_code,
+        "duration_ms": result.duration_ms,
+        "error": result.error,
+    }

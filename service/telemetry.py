@@ -1,0 +1,141 @@
+"""OpenTelemetry metrics and traces of one process, served in Prometheus format and via OTLP.
+
+Metric names are the contract of SPEC §9. Each process builds one Telemetry; it keeps its own
+Prometheus registry so several can live side by side (tests, `webhooks dev`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.propagate import inject
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import Span, SpanKind
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.process_collector import ProcessCollector
+
+from service import __version__
+from service.classify import status_class
+
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)  # seconds
+QUEUE_DEPTH_CAP = 1_000_000
+
+
+class Telemetry:
+    """Counters, histograms, gauges and spans of the delivery pipeline."""
+
+    def __init__(self, *, otlp_endpoint: str | None = None, role: str = "worker") -> None:
+        resource = Resource.create({"service.name": "webhooks", "service.version": __version__,
+                                    "webhooks.role": role})
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        reader = PrometheusMetricReader(registry=self.registry)
+        readers = [reader]
+        self._tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        if otlp_endpoint:
+            readers.append(_otlp_metric_reader(otlp_endpoint))
+            self._tracer_provider.add_span_processor(_otlp_span_processor(otlp_endpoint))
+        self._meter_provider = MeterProvider(
+            shutdown_on_exit=False,
+            metric_readers=readers,
+            resource=resource,
+            views=[View(instrument_name="webhooks_delivery_duration_seconds",
+                        aggregation=ExplicitBucketHistogramAggregation(DURATION_BUCKETS))],
+        )
+        meter = self._meter_provider.get_meter("webhooks", __version__)
+        self.tracer = self._tracer_provider.get_tracer("webhooks", __version__)
+        self._attempts = meter.create_counter(
+            "webhooks_delivery_attempts_total", description="HTTP attempts by outcome")
+        self._duration = meter.create_histogram(
+            "webhooks_delivery_duration_seconds", unit="s",
+            description="Outbound request duration")
+        self._transitions = meter.create_counter(
+            "webhooks_delivery_transitions_total", description="Delivery state transitions")
+        self._recovered = meter.create_counter(
+            "webhooks_delivery_claims_recovered_total",
+            description="Stale claims recovered after a worker interruption")
+        self._replayed = meter.create_counter(
+            "webhooks_replayed_deliveries_total",
+            description="Deliveries replayed or expedited by an operator")
+        self._rejected = meter.create_counter(
+            "webhooks_rejected_events_total", description="Broker messages quarantined")
+        self._ingested = meter.create_counter(
+            "webhooks_ingested_events_total", description="Events stored, by source")
+        self._queue_depth_source: Callable[[], int] | None = None
+        meter.create_observable_gauge(
+            "webhooks_retry_queue_depth", callbacks=[self._observe_queue_depth],
+            description=f"Pending deliveries (capped at {QUEUE_DEPTH_CAP:,})")
+
+    def attempt(self, outcome: str, status_code: int, duration: float) -> None:
+        self._attempts.add(1, {"outcome": outcome, "status_class": status_class(status_code)})
+        self._duration.record(duration, {"outcome": outcome})
+
+    def transition(self, source: str, target: str, count: int = 1) -> None:
+        if count:
+            self._transitions.add(count, {"from": source, "to": target})
+
+    def recovered(self, count: int) -> None:
+        if count:
+            self._recovered.add(count)
+
+    def replayed(self, action: str) -> None:
+        self._replayed.add(1, {"action": action})
+
+    def rejected(self, reason: str, count: int = 1) -> None:
+        self._rejected.add(count, {"reason": reason})
+
+    def ingested(self, source: str, count: int) -> None:
+        if count:
+            self._ingested.add(count, {"source": source})
+
+    def measure_queue_depth(self, source: Callable[[], int]) -> None:
+        """Read the queue-depth gauge from `source` (a database count) at each scrape."""
+        self._queue_depth_source = source
+
+    @contextlib.contextmanager
+    def attempt_span(self, attributes: dict[str, str | int]) -> Iterator[tuple[Span, dict]]:
+        """Trace one attempt; yield its span and the headers (`traceparent`) carrying it."""
+        with self.tracer.start_as_current_span(
+            "webhook.attempt", kind=SpanKind.CLIENT, attributes=attributes
+        ) as span:
+            carrier: dict[str, str] = {}
+            inject(carrier)
+            yield span, carrier
+
+    def prometheus_text(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def shutdown(self) -> None:
+        with contextlib.suppress(Exception):
+            self._meter_provider.shutdown(timeout_millis=2000)
+        with contextlib.suppress(Exception):
+            self._tracer_provider.shutdown()
+
+    def _observe_queue_depth(self, options: CallbackOptions) -> list[Observation]:
+        if self._queue_depth_source is None:
+            return []
+        try:
+            return [Observation(min(self._queue_depth_source(), QUEUE_DEPTH_CAP))]
+        except Exception:
+            return []
+
+
+def _otlp_metric_reader(endpoint: str):
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    return PeriodicExportingMetricReader(
+        OTLPMetricExporter(endpoint=endpoint.rstrip("/") + "/v1/metrics"))
+
+
+def _otlp_span_processor(endpoint: str):
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    return BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces"))

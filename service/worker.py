@@ -1,0 +1,102 @@
+"""`webhooks worker`: dispatcher, NOTIFY wake-ups, stale-claim recovery (and, when set up,
+the Kafka consumer and retention) in one gevent process, with a warm shutdown on SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import uuid
+from collections.abc import Callable
+
+import gevent
+import gevent.event
+
+from db import deliveries
+from db.pool import ConnectionPool
+from service.dispatcher import Dispatcher
+from service.recovery import recover_stale_claims
+from service.settings import Settings
+from service.status_server import StatusServer
+from service.telemetry import Telemetry
+from service.wakeup import DueListener
+
+log = logging.getLogger("webhooks.worker")
+
+
+def worker_name() -> str:
+    """Return a name unique to this process, for claims and logs."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class Worker:
+    """Everything `webhooks worker` runs; `start()` returns at once, `stop()` is warm."""
+
+    def __init__(self, settings: Settings, *, telemetry: Telemetry | None = None,
+                 name: str | None = None) -> None:
+        self.settings = settings
+        self.name = name or worker_name()
+        dsn = settings.require_database_url()
+        self.pool = ConnectionPool(dsn, size=settings.db_pool_size,
+                                   application_name="webhooks-worker")
+        self.telemetry = telemetry or Telemetry(otlp_endpoint=settings.otlp_endpoint)
+        self.telemetry.measure_queue_depth(lambda: deliveries.queue_depth(self.pool))
+        self.dispatcher = Dispatcher(self.pool, settings, owner=self.name,
+                                     telemetry=self.telemetry)
+        self.listener = DueListener(dsn, self.dispatcher.wake) if settings.listen_notify else None
+        self.status_server = (StatusServer(settings.metrics_port, self.telemetry, self.pool)
+                              if settings.metrics_port else None)
+        self._greenlets: list[gevent.Greenlet] = []
+        self._stopped = gevent.event.Event()
+
+    def start(self) -> None:
+        self.dispatcher.start()
+        if self.listener:
+            self._greenlets.append(gevent.spawn(self.listener.run))
+        self._greenlets.append(gevent.spawn(
+            _every, self.settings.recovery_period, "stale-claim recovery",
+            lambda: recover_stale_claims(self.pool, timeout=self.settings.claim_timeout,
+                                         telemetry=self.telemetry),
+        ))
+        if self.status_server:
+            self.status_server.start()
+        log.info("worker started", extra={"worker": self.name,
+                                          "concurrency": self.settings.dispatch_concurrency})
+
+    def stop(self) -> None:
+        """Stop claiming, let in-flight attempts finish (bounded), hand back the rest."""
+        if self._stopped.is_set():
+            return
+        log.info("worker stopping", extra={"worker": self.name,
+                                           "inflight": len(self.dispatcher.inflight)})
+        if self.listener:
+            self.listener.stop()
+        gevent.killall(self._greenlets, timeout=2)
+        self.dispatcher.stop(self.settings.shutdown_timeout)
+        if self.status_server:
+            self.status_server.stop()
+        self.pool.close()
+        self.telemetry.shutdown()
+        self._stopped.set()
+        log.info("worker stopped", extra={"worker": self.name})
+
+    def run(self) -> int:
+        """Run until SIGTERM or SIGINT, then stop warmly; return the exit code."""
+        stop_requested = gevent.event.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            gevent.signal_handler(signum, stop_requested.set)
+        self.start()
+        stop_requested.wait()
+        self.stop()
+        return 0
+
+
+def _every(period: float, name: str, task: Callable[[], object]) -> None:
+    """Run `task` every `period` seconds; a failure is logged and retried next period."""
+    while True:
+        try:
+            task()
+        except Exception:
+            log.exception("periodic task failed", extra={"task": name})
+        gevent.sleep(period)

@@ -1,0 +1,158 @@
+"""Every row of SPEC §3 against a real endpoint: what one attempt does to a delivery."""
+
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import pytest
+
+from tests.helpers import wait_until
+from tests.receivers import Reply
+
+HOUR = 3600.0
+
+
+def _after_first_attempt(make, receiver_factory, start_worker, reply, **settings):
+    receiver = receiver_factory(lambda request: reply)
+    make.config(endpoint=receiver.url)
+    _, (delivery_id,) = make.event()
+    start_worker(min_backoff=HOUR, **settings)
+    row = wait_until(lambda: (r := make.row(delivery_id))["attempt_count"] == 1 and r)
+    return row, make.attempts(delivery_id), receiver
+
+
+@pytest.mark.parametrize("code", [200, 201, 202, 204, 299])
+def test_2xx_succeeds(make, receiver_factory, start_worker, code):
+    row, (attempt,), _ = _after_first_attempt(make, receiver_factory, start_worker, Reply(code))
+    assert row["status"] == "succeeded"
+    assert attempt["outcome"] == "success"
+    assert row["last_error"] is None
+
+
+@pytest.mark.parametrize("code", [408, 429, 500, 502, 503, 504, 599])
+def test_408_429_and_5xx_are_retried(make, receiver_factory, start_worker, code):
+    before = datetime.now(UTC)
+    row, (attempt,), _ = _after_first_attempt(make, receiver_factory, start_worker, Reply(code))
+    assert row["status"] == "pending"
+    assert row["last_status_code"] == code
+    assert row["last_error"] == f"HTTP {code}"
+    assert attempt["outcome"] == "http_error" and attempt["status_code"] == code
+    delay = (row["next_attempt_at"] - before).total_seconds()
+    assert HOUR - 5 < delay < HOUR + 5
+
+
+@pytest.mark.parametrize("code", [400, 401, 403, 404, 405, 409, 410, 413, 422, 451, 499,
+                                  301, 302, 303, 307, 308])
+def test_other_4xx_and_3xx_fail_at_once(make, receiver_factory, start_worker, code):
+    reply = Reply(code, headers={"Location": "http://127.0.0.1:1/elsewhere"})
+    row, (_attempt,), receiver = _after_first_attempt(make, receiver_factory, start_worker, reply)
+    assert row["status"] == "failed"
+    assert row["next_attempt_at"] is None
+    assert row["last_error"].startswith(f"HTTP {code}: ")
+    assert len(receiver.requests) == 1  # redirects not followed
+
+
+def test_response_body_never_affects_classification(make, receiver_factory, start_worker):
+    reply = Reply(200, body=b'{"error": "failed", "retry": true}')
+    row, _, _ = _after_first_attempt(make, receiver_factory, start_worker, reply)
+    assert row["status"] == "succeeded"
+
+
+def test_connection_refused_is_retried_with_status_0(make, start_worker):
+    make.config(endpoint="http://127.0.0.1:9/hook")
+    _, (delivery_id,) = make.event()
+    start_worker(min_backoff=HOUR)
+    row = wait_until(lambda: (r := make.row(delivery_id))["attempt_count"] == 1 and r)
+    (attempt,) = make.attempts(delivery_id)
+    assert row["status"] == "pending"
+    assert row["last_status_code"] == 0
+    assert attempt["outcome"] == "network_error"
+    assert attempt["status_code"] == 0
+    assert "refused" in attempt["error"].lower()
+
+
+@pytest.mark.parametrize("action", ["reset", "close", "raw"])
+def test_broken_connections_are_retried(make, receiver_factory, start_worker, action):
+    reply = Reply(action=action, raw=b"this is not HTTP\r\n\r\n")
+    row, (attempt,), _ = _after_first_attempt(make, receiver_factory, start_worker, reply)
+    assert row["status"] == "pending"
+    assert attempt["status_code"] == 0
+    assert attempt["outcome"] == "network_error"
+    assert attempt["error"]
+
+
+def test_timeout_is_retried_and_bounded(make, receiver_factory, start_worker):
+    row, (attempt,), _ = _after_first_attempt(
+        make, receiver_factory, start_worker, Reply(action="hang"), http_timeout=0.5)
+    assert row["status"] == "pending"
+    assert attempt["outcome"] == "timeout"
+    assert attempt["status_code"] == 0
+    assert attempt["error"] == "timed out after 0.5s"
+    assert 400 <= attempt["duration_ms"] < 3000
+
+
+def test_slow_body_counts_against_the_whole_attempt_timeout(make, receiver_factory,
+                                                             start_worker):
+    reply = Reply(200, body=b"x" * 20, action="slow_body")
+    _row, (attempt,), _ = _after_first_attempt(
+        make, receiver_factory, start_worker, reply, http_timeout=1.0)
+    assert attempt["outcome"] == "timeout"
+    assert attempt["duration_ms"] < 3000
+
+
+def test_at_most_64_kib_of_the_body_is_kept(make, receiver_factory, start_worker):
+    reply = Reply(500, body=b"a" * (200 * 1024))
+    _, (attempt,), _ = _after_first_attempt(make, receiver_factory, start_worker, reply)
+    assert len(attempt["response_excerpt"]) == 64 * 1024
+
+
+def test_endless_body_does_not_hang_or_grow(make, receiver_factory, start_worker):
+    row, (attempt,), _ = _after_first_attempt(
+        make, receiver_factory, start_worker, Reply(200, action="endless"))
+    assert row["status"] == "succeeded"
+    assert len(attempt["response_excerpt"]) == 64 * 1024
+
+
+@pytest.mark.parametrize("header", ["7200", "date"])
+def test_retry_after_longer_than_backoff_is_honoured(make, receiver_factory, start_worker,
+                                                     header):
+    value = header
+    if header == "date":
+        value = format_datetime(datetime.now(UTC) + timedelta(hours=2), usegmt=True)
+    before = datetime.now(UTC)
+    row, _, _ = _after_first_attempt(
+        make, receiver_factory, start_worker, Reply(503, headers={"Retry-After": value}))
+    delay = (row["next_attempt_at"] - before).total_seconds()
+    assert 2 * HOUR - 10 < delay < 2 * HOUR + 10
+
+
+def test_retry_after_is_capped(make, receiver_factory, start_worker):
+    before = datetime.now(UTC)
+    row, _, _ = _after_first_attempt(
+        make, receiver_factory, start_worker, Reply(429, headers={"Retry-After": "86400"}))
+    delay = (row["next_attempt_at"] - before).total_seconds()
+    assert 6 * HOUR - 10 < delay < 6 * HOUR + 10
+
+
+def test_retry_after_shorter_than_backoff_is_ignored(make, receiver_factory, start_worker):
+    before = datetime.now(UTC)
+    row, _, _ = _after_first_attempt(
+        make, receiver_factory, start_worker, Reply(429, headers={"Retry-After": "5"}))
+    delay = (row["next_attempt_at"] - before).total_seconds()
+    assert HOUR - 5 < delay < HOUR + 5
+
+
+def test_retry_after_never_passes_the_window(make, receiver_factory, start_worker):
+    before = datetime.now(UTC)
+    row, _, _ = _after_first_attempt(
+        make, receiver_factory, start_worker, Reply(503, headers={"Retry-After": "20000"}),
+        retry_window=3 * HOUR)
+    delay = (row["next_attempt_at"] - before).total_seconds()
+    assert 3 * HOUR - 10 < delay <= 3 * HOUR + 1
+
+
+def test_invalid_retry_after_falls_back_to_backoff(make, receiver_factory, start_worker):
+    before = datetime.now(UTC)
+    row, _, _ = _after_first_attempt(
+        make, receiver_factory, start_worker, Reply(503, headers={"Retry-After": "soon"}))
+    delay = (row["next_attempt_at"] - before).total_seconds()
+    assert HOUR - 5 < delay < HOUR + 5

@@ -1,0 +1,116 @@
+"""Configuration changes while deliveries are pending or in flight (SPEC §5)."""
+
+import gevent
+from standardwebhooks.webhooks import Webhook
+
+from db import configs, deliveries
+from tests.helpers import wait_until
+from tests.receivers import Reply
+
+HOUR = 3600.0
+
+
+def test_deactivation_cancels_pending_and_reactivation_does_not_resurrect(make):
+    config = make.config()
+    ids = [make.event()[1][0] for _ in range(3)]
+    change = configs.deactivate(make.pool, config.id)
+    assert change.cancelled == 3
+    assert {make.row(i)["status"] for i in ids} == {"cancelled"}
+    configs.activate(make.pool, config.id)
+    assert {make.row(i)["status"] for i in ids} == {"cancelled"}
+    _, new = make.event()
+    assert make.row(new[0])["status"] == "pending"
+
+
+def test_deletion_cancels_pending_and_keeps_history(make):
+    config = make.config()
+    _, (delivery_id,) = make.event()
+    assert configs.delete(make.pool, config.id).cancelled == 1
+    assert configs.get(make.pool, config.id) is None
+    assert make.row(delivery_id)["status"] == "cancelled"
+    _, none = make.event()
+    assert none == []
+
+
+def test_inflight_failure_of_a_deactivated_config_becomes_cancelled(
+        make, receiver_factory, start_worker):
+    arrived = gevent.event.Event()
+    release = gevent.event.Event()
+
+    def respond(request):
+        arrived.set()
+        release.wait(10)
+        return Reply(500)
+
+    receiver = receiver_factory(respond)
+    config = make.config(endpoint=receiver.url)
+    _, (delivery_id,) = make.event()
+    start_worker(min_backoff=HOUR)
+    arrived.wait(10)
+    assert make.row(delivery_id)["status"] == "delivering"
+    assert configs.deactivate(make.pool, config.id).cancelled == 0
+    release.set()
+    row = wait_until(lambda: (r := make.row(delivery_id))["status"] != "delivering" and r)
+    assert row["status"] == "cancelled"
+    assert row["next_attempt_at"] is None
+    assert len(make.attempts(delivery_id)) == 1
+
+
+def test_inflight_success_of_a_deactivated_config_stays_succeeded(
+        make, receiver_factory, start_worker):
+    arrived = gevent.event.Event()
+    release = gevent.event.Event()
+
+    def respond(request):
+        arrived.set()
+        release.wait(10)
+        return Reply(200)
+
+    receiver = receiver_factory(respond)
+    config = make.config(endpoint=receiver.url)
+    _, (delivery_id,) = make.event()
+    start_worker()
+    arrived.wait(10)
+    configs.deactivate(make.pool, config.id)
+    release.set()
+    wait_until(lambda: make.row(delivery_id)["status"] == "succeeded")
+
+
+def test_attempts_use_the_current_endpoint_and_secret(make, receiver_factory, start_worker):
+    old = receiver_factory(lambda request: Reply(503))
+    new = receiver_factory()
+    config = make.config(endpoint=old.url)
+    _, (delivery_id,) = make.event()
+    start_worker(min_backoff=0.3, max_backoff=0.3)
+    old.wait_for(1)
+    configs.update(make.pool, config.id, endpoint=new.url)
+    _, secret = configs.rotate_secret(make.pool, config.id, grace_seconds=0)
+    (request,) = new.wait_for(1)
+    Webhook(secret).verify(request.body, request.headers)
+    assert request.headers["webhook-attempt"] == "2"
+    wait_until(lambda: make.row(delivery_id)["status"] == "succeeded")
+
+
+def test_rotation_grace_signs_with_both_secrets(make, receiver_factory, start_worker):
+    receiver = receiver_factory()
+    config = make.config(endpoint=receiver.url)
+    old_secret = make.secrets[config.id]
+    _, new_secret = configs.rotate_secret(make.pool, config.id, grace_seconds=3600)
+    make.event()
+    start_worker()
+    (request,) = receiver.wait_for(1)
+    assert len(request.headers["webhook-signature"].split(" ")) == 2
+    Webhook(old_secret).verify(request.body, request.headers)
+    Webhook(new_secret).verify(request.body, request.headers)
+
+
+def test_pending_delivery_of_an_inactive_config_is_cancelled_not_sent(
+        make, receiver, start_worker):
+    config = make.config(endpoint=receiver.url)
+    _, (delivery_id,) = make.event()
+    with make.pool.transaction() as cursor:  # a state no API produces: repaired, not sent
+        cursor.execute("UPDATE configs SET active = false WHERE id = %s", (config.id,))
+    start_worker()
+    wait_until(lambda: make.row(delivery_id)["status"] == "cancelled")
+    assert receiver.requests == []
+    assert deliveries.queue_depth(make.pool) == 0

@@ -1,0 +1,94 @@
+"""Stale claims, fencing and shutdown hand-back (SPEC §5)."""
+
+import uuid
+
+from db import deliveries
+from db.deliveries import AttemptResult
+from service.recovery import recover_stale_claims
+from service.telemetry import Telemetry
+from tests.helpers import wait_until
+
+
+def _claim_as_dead_worker(make, delivery_id, age_seconds):
+    (claimed,) = deliveries.claim_due(make.pool, owner="dead-worker", limit=1)
+    assert claimed.id == delivery_id
+    with make.pool.transaction() as cursor:
+        cursor.execute(
+            "UPDATE deliveries SET claimed_at = now() - make_interval(secs => %s) WHERE id = %s",
+            (age_seconds, delivery_id))
+    return claimed
+
+
+def test_stale_claim_returns_to_pending_and_is_delivered(make, receiver, start_worker):
+    make.config(endpoint=receiver.url)
+    _, (delivery_id,) = make.event()
+    _claim_as_dead_worker(make, delivery_id, age_seconds=600)
+    telemetry = Telemetry()
+    assert recover_stale_claims(make.pool, timeout=300, telemetry=telemetry) == 1
+    row = make.row(delivery_id)
+    assert row["status"] == "pending"
+    assert "dead-worker" in row["last_error"]
+    assert b"webhooks_delivery_claims_recovered_total" in telemetry.prometheus_text()
+    start_worker()
+    receiver.wait_for(1)
+    wait_until(lambda: make.row(delivery_id)["status"] == "succeeded")
+
+
+def test_fresh_claims_are_left_alone(make):
+    make.config()
+    _, (delivery_id,) = make.event()
+    deliveries.claim_due(make.pool, owner="live", limit=1)
+    assert recover_stale_claims(make.pool, timeout=300, telemetry=Telemetry()) == 0
+    assert make.row(delivery_id)["status"] == "delivering"
+
+
+def test_stale_claim_of_an_inactive_config_is_cancelled(make):
+    config = make.config()
+    _, (delivery_id,) = make.event()
+    _claim_as_dead_worker(make, delivery_id, age_seconds=600)
+    with make.pool.transaction() as cursor:
+        cursor.execute("UPDATE configs SET active = false WHERE id = %s", (config.id,))
+    recover_stale_claims(make.pool, timeout=300, telemetry=Telemetry())
+    assert make.row(delivery_id)["status"] == "cancelled"
+
+
+def test_a_late_result_from_a_lost_claim_is_kept_but_changes_nothing(make):
+    make.config()
+    _, (delivery_id,) = make.event()
+    first = _claim_as_dead_worker(make, delivery_id, age_seconds=600)
+    recover_stale_claims(make.pool, timeout=300, telemetry=Telemetry())
+    (second,) = deliveries.claim_due(make.pool, owner="new-worker", limit=1)
+    assert second.token != first.token
+    late = AttemptResult(
+        delivery_id=delivery_id, token=first.token, attempt_number=1, replay_generation=0,
+        endpoint="http://x", outcome="success", status_code=200, duration_ms=5,
+        response_excerpt="", error=None, next_status="succeeded", next_delay=None,
+        last_error=None,
+    )
+    assert deliveries.record(make.pool, [late]) == []
+    row = make.row(delivery_id)
+    assert row["status"] == "delivering" and row["claimed_by"] == "new-worker"
+    assert len(make.attempts(delivery_id)) == 1
+    current = AttemptResult(**{**late.__dict__, "token": second.token})
+    (moved,) = deliveries.record(make.pool, [current])
+    assert moved.status == "succeeded"
+
+
+def test_terminal_deliveries_are_never_overwritten(make):
+    make.config()
+    _, (delivery_id,) = make.event()
+    (claimed,) = deliveries.claim_due(make.pool, owner="w", limit=1)
+    make.set(delivery_id, status="succeeded", claim_token=None, claimed_at=None)
+    assert deliveries.release(make.pool, [(delivery_id, claimed.token)]) == []
+    assert make.row(delivery_id)["status"] == "succeeded"
+
+
+def test_release_hands_claims_back_due_now(make):
+    make.config()
+    _, (delivery_id,) = make.event()
+    (claimed,) = deliveries.claim_due(make.pool, owner="w", limit=1)
+    assert [m.status for m in deliveries.release(make.pool, [(delivery_id, claimed.token)])] \
+        == ["pending"]
+    assert deliveries.release(make.pool, [(delivery_id, uuid.uuid4())]) == []
+    (again,) = deliveries.claim_due(make.pool, owner="w2", limit=1)
+    assert again.id == delivery_id and again.attempt_count == 0
