@@ -177,7 +177,7 @@ def test_wrong_secret_is_rejected():
 
 def test_any_v1_entry_may_match():
     good = sign(SECRET, MSG_ID, TS, BODY)
-    for signature in (f"v1a,xyz v2,abc {good}", f"  {good}   v1,bad  ", f"garbage {good}"):
+    for signature in (f"v1a,xyz v2,abc {good}", f"  {good}   v1,bad  ", f"garbage\t{good}"):
         sent = headers([SECRET], MSG_ID, TS, BODY) | {"webhook-signature": signature}
         verify(SECRET, sent, BODY, now=TS)
 
