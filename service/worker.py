@@ -15,6 +15,7 @@ import gevent.event
 
 from db import deliveries
 from db.pool import ConnectionPool
+from service.consumer import Consumer
 from service.dispatcher import Dispatcher
 from service.recovery import recover_stale_claims
 from service.settings import Settings
@@ -45,6 +46,8 @@ class Worker:
         self.dispatcher = Dispatcher(self.pool, settings, owner=self.name,
                                      telemetry=self.telemetry)
         self.listener = DueListener(dsn, self.dispatcher.wake) if settings.listen_notify else None
+        self.consumer = (Consumer(self.pool, settings, telemetry=self.telemetry, name=self.name)
+                         if settings.kafka_bootstrap_servers else None)
         self.status_server = (StatusServer(settings.metrics_port, self.telemetry, self.pool)
                               if settings.metrics_port else None)
         self._greenlets: list[gevent.Greenlet] = []
@@ -52,6 +55,8 @@ class Worker:
 
     def start(self) -> None:
         self.dispatcher.start()
+        if self.consumer:
+            self.consumer.start()
         if self.listener:
             self._greenlets.append(gevent.spawn(self.listener.run))
         self._greenlets.append(gevent.spawn(
@@ -70,6 +75,8 @@ class Worker:
             return
         log.info("worker stopping", extra={"worker": self.name,
                                            "inflight": len(self.dispatcher.inflight)})
+        if self.consumer:
+            self.consumer.stop()  # first: commit what is stored, leave the group
         if self.listener:
             self.listener.stop()
         gevent.killall(self._greenlets, timeout=2)
