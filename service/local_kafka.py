@@ -116,7 +116,7 @@ class LocalKafka:
         if process is None or process.poll() is not None:
             return
         os.kill(process.pid, signal.SIGCONT)
-        process.terminate()
+        process.send_signal(signal.SIGINT)  # SIGTERM waits 5 s for clients to hang up
         try:
             process.wait(5)
         except subprocess.TimeoutExpired:
