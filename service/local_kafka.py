@@ -75,6 +75,7 @@ class LocalKafka:
                 [str(tansu_binary()), "broker", "--listener-url", self.url,
                  "--advertised-listener-url", self.url],
                 stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+                start_new_session=True,  # Ctrl-C in a terminal is for the parent alone
                 preexec_fn=_die_with_parent,
             )
         finally:
