@@ -23,11 +23,11 @@ import logging
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import gevent
 import gevent.event
-from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
-from kafka.consumer.fetcher import ConsumerRecord
+from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError
 
 from db import events, rejected
@@ -39,6 +39,11 @@ from service.envelope import Poison, parse
 from service.settings import Settings
 from service.telemetry import Telemetry
 
+if TYPE_CHECKING:
+    from kafka.consumer.fetcher import ConsumerRecord
+
+    Positions = dict[TopicPartition, list[ConsumerRecord]]
+
 log = logging.getLogger("webhooks.consumer")
 
 POLL_TIMEOUT_MS = 500  # longest wait of one poll for messages; also how soon stop() is seen
@@ -46,14 +51,12 @@ COMMIT_TIMEOUT_MS = 10_000  # an offset commit not done by then counts as refuse
 CLOSE_TIMEOUT_MS = 3_000  # leaving the group on stop, at most
 CONNECT_TIMEOUT = 2.0  # seconds to reach a bootstrap server before retrying
 RETRY_CAP = 5.0  # seconds, longest pause between retries after a database or broker failure
-STOP_GRACE = 10.0  # seconds stop() lets the batch in hand be stored and committed
+STOP_GRACE = 5.0  # seconds stop() lets the batch in hand be stored and committed
 MAX_REASON_LENGTH = 1000  # characters of an error message kept as a rejection's reason
 
 # Raised for the value rather than the database: retrying the same value cannot help.
 # (ValueError: psycopg2 refuses some strings before sending them, e.g. NUL characters.)
 DATA_ERRORS = (InvalidData, ValueError)
-
-Positions = dict[TopicPartition, list[ConsumerRecord]]
 
 
 @dataclass
@@ -160,7 +163,7 @@ class Consumer:
                 heartbeat_interval_ms=max(100, session_ms // 3),
                 metrics_enabled=False,
             )
-            client.subscribe(topics=list(self.settings.kafka_topics))
+            client.subscribe(topics=list(self.settings.kafka_topics), listener=_Rebalances())
         except KafkaError as error:
             log.warning("cannot start the Kafka client; retrying", extra={"error": repr(error)})
             return None
@@ -260,6 +263,22 @@ class Consumer:
                 "topic": rejection.topic, "partition": rejection.partition,
                 "offset": rejection.offset, "reason": rejection.reason,
                 "bytes": None if rejection.raw is None else len(rejection.raw)})
+
+
+class _Rebalances(ConsumerRebalanceListener):
+    """Log which partitions this worker gains and loses (offsets need no action here:
+    each batch is committed before the next poll, where rebalances happen)."""
+
+    def on_partitions_revoked(self, revoked) -> None:
+        if revoked:
+            log.info("partitions revoked", extra={"partitions": _names(revoked)})
+
+    def on_partitions_assigned(self, assigned) -> None:
+        log.info("partitions assigned", extra={"partitions": _names(assigned)})
+
+
+def _names(partitions) -> list[str]:
+    return sorted(f"{tp.topic}:{tp.partition}" for tp in partitions)
 
 
 def _rejection(record: ConsumerRecord, poison: Poison) -> Rejection:
