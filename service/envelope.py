@@ -65,11 +65,11 @@ def parse(
         raise Poison("invalid_utf8", f"byte {error.start}: {error.reason}") from None
     document = _load(text)
     if not isinstance(document, dict):
-        raise Poison("not_an_object", f"the value is a JSON {_json_type(document)}")
+        raise Poison("not_an_object", f"the value is {_described(document)}, not an object")
     event_type = document.get("type")
     if not isinstance(event_type, str):
         detail = ("no `type`" if "type" not in document
-                  else f"`type` is a {_json_type(event_type)}")
+                  else f"`type` is {_described(event_type)}")
         raise Poison("no_type", f"{detail}; it must be a string")
     event_id = _given_id(document)
     if event_id is None:
@@ -112,8 +112,8 @@ def _given_id(document: dict[str, Any]) -> str | None:
             return value  # new_event refuses an empty or overlong one
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
-        raise Poison("invalid_id", f"`{key}` is a {_json_type(value)}; it must be a string "
-                                   "or an integer")
+        raise Poison("invalid_id", f"`{key}` is {_described(value)}; it must be a string or "
+                                   "an integer")
     return None
 
 
@@ -146,15 +146,16 @@ def _from_epoch(seconds: float) -> datetime | None:
         return None
 
 
-def _json_type(value: Any) -> str:
+def _described(value: Any) -> str:
+    """Name the JSON type of a parsed value, with its article."""
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return "boolean"
+        return "a boolean"
     if isinstance(value, int | float):
-        return "number"
+        return "a number"
     if isinstance(value, str):
-        return "string"
+        return "a string"
     if isinstance(value, list):
-        return "array"
-    return "object"
+        return "an array"
+    return "an object"

@@ -50,7 +50,8 @@ def test_integer_ids_read_as_their_decimal_text():
 def test_other_id_types_are_refused(key, bad):
     poison = refused({"type": "t", key: bad})
     assert poison.kind == "invalid_id"
-    assert f"`{key}`" in poison.reason
+    assert poison.reason.startswith(f"invalid_id: `{key}` is a")
+    assert poison.reason.endswith("; it must be a string or an integer")
 
 
 @pytest.mark.parametrize("bad", ["", "   ", "x" * 256, "a\x00b", "\udc80"])
@@ -70,12 +71,13 @@ def test_type_is_required():
     assert poison.reason == "no_type: no `type`; it must be a string"
 
 
-@pytest.mark.parametrize(("bad", "named"), [(None, "null"), (3, "number"), (True, "boolean"),
-                                            (["a"], "array"), ({"a": 1}, "object")])
+@pytest.mark.parametrize(("bad", "named"), [(None, "null"), (3, "a number"),
+                                            (True, "a boolean"), (["a"], "an array"),
+                                            ({"a": 1}, "an object")])
 def test_type_must_be_a_string(bad, named):
     poison = refused({"type": bad})
     assert poison.kind == "no_type"
-    assert f"`type` is a {named}" in poison.reason
+    assert poison.reason == f"no_type: `type` is {named}; it must be a string"
 
 
 @pytest.mark.parametrize("bad", ["", "  ", "t" * 256, "a\x00", "\ud800"])
@@ -236,12 +238,13 @@ def test_huge_numbers_that_cannot_be_kept_exactly_are_refused():
     assert poison.kind == "invalid_event"
 
 
-@pytest.mark.parametrize(("value", "named"), [([], "array"), ("t", "string"), (1, "number"),
-                                              (None, "null"), (True, "boolean")])
+@pytest.mark.parametrize(("value", "named"), [([], "an array"), ("t", "a string"),
+                                              (1.5, "a number"), (None, "null"),
+                                              (True, "a boolean")])
 def test_json_that_is_not_an_object_is_refused(value, named):
     poison = refused(json.dumps(value).encode())
     assert poison.kind == "not_an_object"
-    assert poison.reason == f"not_an_object: the value is a JSON {named}"
+    assert poison.reason == f"not_an_object: the value is {named}, not an object"
 
 
 def test_reasons_never_quote_the_message():
