@@ -163,10 +163,14 @@ class Consumer:
                 heartbeat_interval_ms=max(100, session_ms // 3),
                 metrics_enabled=False,
             )
-            client.subscribe(topics=list(self.settings.kafka_topics), listener=_Rebalances())
         except KafkaError as error:
             log.warning("cannot start the Kafka client; retrying", extra={"error": repr(error)})
             return None
+        try:
+            client.subscribe(topics=list(self.settings.kafka_topics), listener=_Rebalances())
+        except Exception:
+            client.close(autocommit=False, timeout_ms=CLOSE_TIMEOUT_MS)
+            raise
         log.info("consuming", extra={"topics": list(self.settings.kafka_topics),
                                      "group": self.settings.kafka_group_id})
         self.client = client

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -243,6 +244,10 @@ class Settings:
             raise SettingsError("WEBHOOKS_MAX_PAYLOAD: must be greater than 0")
         if self.kafka_bootstrap_servers and not self.kafka_topics:
             raise SettingsError("KAFKA_TOPICS: name at least one topic to consume")
+        for topic in self.kafka_topics:
+            if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", topic):
+                raise SettingsError(f"KAFKA_TOPICS: {topic!r} is not a Kafka topic name "
+                                    "(letters, digits, '.', '_', '-'; at most 249)")
         if self.kafka_session_timeout < 1:
             raise SettingsError("WEBHOOKS_KAFKA_SESSION_TIMEOUT: must be at least 1s")
 

@@ -144,6 +144,8 @@ def test_kafka_consumer_settings():
         ({"WEBHOOKS_KAFKA_SESSION_TIMEOUT": "500ms"}, "WEBHOOKS_KAFKA_SESSION_TIMEOUT"),
         ({"WEBHOOKS_KAFKA_SESSION_TIMEOUT": "soon"}, "WEBHOOKS_KAFKA_SESSION_TIMEOUT"),
         ({"KAFKA_BOOTSTRAP_SERVERS": "k:9092", "KAFKA_TOPICS": " , "}, "KAFKA_TOPICS"),
+        ({"KAFKA_TOPICS": "orders,bad topic"}, "KAFKA_TOPICS: 'bad topic'"),
+        ({"KAFKA_TOPICS": "t" * 250}, "KAFKA_TOPICS"),
     ],
 )
 def test_bad_kafka_values_name_the_setting(env, message):
