@@ -53,7 +53,6 @@ class LocalKafka:
     """One broker on 127.0.0.1; `start()` returns its bootstrap address."""
 
     port: int = 0
-    log_path: Path | None = None
     _process: subprocess.Popen | None = field(default=None, init=False, repr=False)
 
     @property
@@ -69,18 +68,13 @@ class LocalKafka:
         if self._process is not None and self._process.poll() is None:
             raise LocalKafkaError(f"the broker on port {self.port} is already running")
         self.port = self.port or free_port()
-        output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        try:
-            self._process = subprocess.Popen(
-                [str(tansu_binary()), "broker", "--listener-url", self.url,
-                 "--advertised-listener-url", self.url],
-                stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-                start_new_session=True,  # Ctrl-C in a terminal is for the parent alone
-                preexec_fn=_die_with_parent,
-            )
-        finally:
-            if self.log_path:
-                output.close()
+        self._process = subprocess.Popen(
+            [str(tansu_binary()), "broker", "--listener-url", self.url,
+             "--advertised-listener-url", self.url],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C in a terminal is for the parent alone
+            preexec_fn=_die_with_parent,
+        )
         deadline = time.monotonic() + timeout
         while not self._accepts_connections():
             if self._process.poll() is not None:
