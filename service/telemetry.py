@@ -68,6 +68,8 @@ class Telemetry:
             "webhooks_rejected_events_total", description="Broker messages quarantined")
         self._ingested = meter.create_counter(
             "webhooks_ingested_events_total", description="Events stored, by source")
+        self._deleted = meter.create_counter(
+            "webhooks_retention_deleted_total", description="Rows deleted by retention")
         self._queue_depth_source: Callable[[], int] | None = None
         meter.create_observable_gauge(
             "webhooks_retry_queue_depth", callbacks=[self._observe_queue_depth],
@@ -94,6 +96,10 @@ class Telemetry:
     def ingested(self, source: str, count: int) -> None:
         if count:
             self._ingested.add(count, {"source": source})
+
+    def deleted(self, kind: str, count: int) -> None:
+        if count:
+            self._deleted.add(count, {"kind": kind})
 
     def measure_queue_depth(self, source: Callable[[], int]) -> None:
         """Read the queue-depth gauge from `source` (a database count) at each scrape."""
