@@ -36,7 +36,7 @@ class Telemetry:
                                     "webhooks.role": role})
         self.registry = CollectorRegistry()
         ProcessCollector(registry=self.registry)
-        reader = PrometheusMetricReader(registry=self.registry)
+        reader = PrometheusMetricReader(registry=self.registry, scope_info_enabled=False)
         readers = [reader]
         self._tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         if otlp_endpoint:
