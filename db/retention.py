@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from db.errors import translated
-from db.pool import ConnectionPool
+from db.pool import ConnectionPool, transaction_on
 from db.sql import QUERIES
 
 REPLAY_MEMORY = 24 * 3600  # seconds an idempotency key is remembered
@@ -69,7 +68,7 @@ def _drain(conn, name: str, age: float, batch: int, deleted: Deleted,
     """Delete batches of `name` until one comes back short; return the deliveries deleted."""
     total = 0
     while True:
-        with translated(), conn, conn.cursor() as cursor:
+        with transaction_on(conn) as cursor:
             cursor.execute(QUERIES[name], {"age": age, "limit": batch})
             event_ids = [row[0] for row in cursor.fetchall()]
             cursor.execute(QUERIES["delete_orphan_events"], {"ids": list(set(event_ids))})
@@ -81,12 +80,12 @@ def _drain(conn, name: str, age: float, batch: int, deleted: Deleted,
 
 
 def _rowcount(conn, name: str, params: dict) -> int:
-    with translated(), conn, conn.cursor() as cursor:
+    with transaction_on(conn) as cursor:
         cursor.execute(QUERIES[name], params)
         return cursor.rowcount
 
 
 def _scalar(conn, name: str):
-    with translated(), conn, conn.cursor() as cursor:
+    with transaction_on(conn) as cursor:
         cursor.execute(QUERIES[name])
         return cursor.fetchone()[0]
