@@ -7,6 +7,7 @@ Prometheus registry so several can live side by side (tests, `webhooks dev`).
 from __future__ import annotations
 
 import contextlib
+import random
 from collections.abc import Callable, Iterator
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
@@ -17,7 +18,7 @@ from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, V
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.process_collector import ProcessCollector
 
@@ -38,6 +39,7 @@ class Telemetry:
         ProcessCollector(registry=self.registry)
         reader = PrometheusMetricReader(registry=self.registry, scope_info_enabled=False)
         readers = [reader]
+        self.exporting = bool(otlp_endpoint)
         self._tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         if otlp_endpoint:
             readers.append(_otlp_metric_reader(otlp_endpoint))
@@ -107,7 +109,16 @@ class Telemetry:
 
     @contextlib.contextmanager
     def attempt_span(self, attributes: dict[str, str | int]) -> Iterator[tuple[Span, dict]]:
-        """Trace one attempt; yield its span and the headers (`traceparent`) carrying it."""
+        """Trace one attempt; yield its span and the headers (`traceparent`) carrying it.
+
+        Without an exporter no span is recorded anywhere, so none is built: the endpoint
+        still gets a fresh, valid, unsampled `traceparent` to correlate its own logs.
+        """
+        if not self.exporting:
+            trace_id = random.getrandbits(128) or 1
+            span_id = random.getrandbits(64) or 1
+            yield INVALID_SPAN, {"traceparent": f"00-{trace_id:032x}-{span_id:016x}-00"}
+            return
         with self.tracer.start_as_current_span(
             "webhook.attempt", kind=SpanKind.CLIENT, attributes=attributes
         ) as span:
