@@ -1,7 +1,10 @@
 """The raw ceiling: a gevent pool of `requests` POSTs with no database, same concurrency.
 
-`python -m bench.ceiling --url URL --concurrency 50 --seconds 10` prints one JSON object
-with the POSTs per second reached. The body and headers are shaped like a real delivery.
+`python -m bench.ceiling --url URL --concurrency 50 --seconds 10 [--mode session|sender]`
+prints one JSON object with the POSTs per second reached. `session` is plain
+`requests.Session.post`, as a Python team would write it; `sender` is the dispatcher's own
+HTTP path (service/sender.py) with no database around it. Bodies and headers are shaped
+like real deliveries.
 """
 
 from gevent import monkey
@@ -18,6 +21,7 @@ import gevent.pool  # noqa: E402
 import requests  # noqa: E402
 from requests.adapters import HTTPAdapter  # noqa: E402
 
+from service.sender import Sender  # noqa: E402
 from service.signing import headers as signature_headers  # noqa: E402
 
 SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
@@ -28,7 +32,9 @@ def main() -> int:
     parser.add_argument("--url", required=True)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--mode", choices=("session", "sender"), default="session")
     args = parser.parse_args()
+    sender = Sender(timeout=30, concurrency=args.concurrency, allow_private=True)
     session = requests.Session()
     session.trust_env = False
     adapter = HTTPAdapter(pool_connections=args.concurrency, pool_maxsize=args.concurrency,
@@ -44,11 +50,14 @@ def main() -> int:
         while time.monotonic() < deadline:
             headers = {"Content-Type": "application/json", **signature_headers(
                 [SECRET], str(done), int(time.time()), body)}
-            response = session.post(args.url, data=body, headers=headers, timeout=30,
-                                    allow_redirects=False, stream=True)
-            for _ in response.raw.stream(16384, decode_content=False):
-                pass
-            response.close()
+            if args.mode == "sender":
+                sender.post(args.url, body, headers)
+            else:
+                response = session.post(args.url, data=body, headers=headers, timeout=30,
+                                        allow_redirects=False, stream=True)
+                for _ in response.raw.stream(16384, decode_content=False):
+                    pass
+                response.close()
             done += 1
 
     started = time.monotonic()
