@@ -48,10 +48,10 @@ log = logging.getLogger("webhooks.consumer")
 
 POLL_TIMEOUT_MS = 500  # longest wait of one poll for messages; also how soon stop() is seen
 COMMIT_TIMEOUT_MS = 10_000  # an offset commit not done by then counts as refused
-CLOSE_TIMEOUT_MS = 3_000  # leaving the group on stop, at most
+CLOSE_TIMEOUT_MS = 2_000  # leaving the group on stop, at most
 CONNECT_TIMEOUT = 2.0  # seconds to reach a bootstrap server before retrying
 RETRY_CAP = 5.0  # seconds, longest pause between retries after a database or broker failure
-STOP_GRACE = 5.0  # seconds stop() lets the batch in hand be stored and committed
+STOP_GRACE = 3.0  # seconds stop() lets the batch in hand be stored and committed
 MAX_REASON_LENGTH = 1000  # characters of an error message kept as a rejection's reason
 
 # Raised for the value rather than the database: retrying the same value cannot help.
@@ -94,7 +94,7 @@ class Consumer:
             self._greenlet.join(timeout)
             if not self._greenlet.dead:
                 log.warning("abandoning the batch in hand; the group will read it again")
-                self._greenlet.kill(timeout=2)
+                self._greenlet.kill(timeout=1)
         self._close()
 
     def run(self) -> None:
