@@ -100,28 +100,31 @@ def test_poison_messages_are_quarantined_while_good_ones_flow(make, receiver, to
     assert _metric(metrics, "webhooks_ingested_events_total", source="kafka") == 2
 
 
-def test_a_value_the_database_refuses_is_quarantined_alone(make, receiver, topic, start_worker,
+def test_values_the_database_refuses_are_quarantined_alone(make, receiver, topic, start_worker,
                                                            monkeypatch):
     def parse_with_a_broken_payload(value, **position):
         event = parse(value, **position)
-        if event.id == "broken":  # passes every check here, yet PostgreSQL refuses it
+        if event.id.startswith("broken"):  # passes every check here, yet PostgreSQL refuses it
             return NewEvent(event.id, event.type, '{"no": json}', event.occurred_at)
         return event
 
     monkeypatch.setattr(consumer_module, "parse", parse_with_a_broken_payload)
     make.config(endpoint=receiver.url, event_types=["t"])
     values = [{"type": "t", "id": f"e{n}"} for n in range(20)]
-    values[13]["id"] = "broken"
+    values[3]["id"], values[13]["id"] = "broken-1", "broken-2"
     topic.send_many(values)
+    topic.send(None)  # and a poison message
     kafka = consumer_settings(topic)
     worker = start_worker(**kafka)
 
-    receiver.wait_for(19, timeout=15)
-    wait_until(lambda: worker.consumer.progress.messages == 20, timeout=10)
-    (row,) = rejected.page(make.pool, limit=10)
-    assert row.reason.startswith("unstorable: invalid input syntax for type json")
-    assert json.loads(row.raw) == {"type": "t", "id": "broken"}
-    assert _count(make, "events") == 19
+    receiver.wait_for(18, timeout=15)
+    wait_until(lambda: worker.consumer.progress.messages == 21, timeout=10)
+    rows = sorted(rejected.page(make.pool, limit=10), key=lambda r: r.reason)
+    assert [r.reason.split(":")[0] for r in rows] == ["tombstone", "unstorable", "unstorable"]
+    assert rows[1].reason.startswith("unstorable: invalid input syntax for type json")
+    assert sorted(json.loads(r.raw)["id"] for r in rows[1:]) == ["broken-1", "broken-2"]
+    assert _count(make, "events") == 18
+    assert worker.consumer.progress.rejected == 3
     wait_until(lambda: topic.committed(kafka["kafka_group_id"]) == topic.ends())
 
 
