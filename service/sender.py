@@ -9,6 +9,7 @@ slip a private address in between the check and the connection.
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from service.ssrf import forbidden_reason
 
 EXCERPT_LIMIT = 64 * 1024  # bytes of the response body read and kept
 READ_CHUNK = 16 * 1024
+# urllib3 prefixes connection errors with the connection object's repr; the message is enough
+_CONNECTION_PREFIX = re.compile(r"^\w*(?:HTTPS?)?Connection\w*\(host=[^)]*\): ")
 SUCCESS, HTTP_ERROR, TIMEOUT, NETWORK_ERROR, BLOCKED = (
     "success", "http_error", "timeout", "network_error", "blocked",
 )
@@ -177,4 +180,4 @@ def _reason(error: Exception) -> str:
     reason = getattr(inner, "reason", None)
     if reason is not None:
         message = str(reason)
-    return message
+    return _CONNECTION_PREFIX.sub("", message)

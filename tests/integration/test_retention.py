@@ -125,8 +125,8 @@ def test_worker_runs_retention_and_counts_it(make, start_worker):
     _age(make, old, "succeeded", 31)
     worker = start_worker(retention_period=3600.0)
     wait_until(lambda: not _exists(make, old))
-    assert b'webhooks_retention_deleted_total{kind="succeeded"' in \
-        worker.telemetry.prometheus_text()
+    wait_until(lambda: b'webhooks_retention_deleted_total{kind="succeeded"} 1.0' in
+               worker.telemetry.prometheus_text())
 
 
 def test_apply_retention_reports_skips(make, pool):
