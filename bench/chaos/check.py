@@ -1,0 +1,280 @@
+"""The chaos checker: does the database's history of every delivery match what the endpoint saw?
+
+`gather()` reads the run's evidence (events, deliveries, attempts) from the database;
+`check()` is pure: it compares that evidence with what was published and with the
+receiver's record of every POST, and returns the counts and every problem found.
+
+Words used in the report:
+- a *key* is (delivery id, replay generation, attempt number): what the receiver's fault
+  schedule depends on, and what the dispatcher numbers its attempts by;
+- a *duplicate POST* is a POST of a key that had already been POSTed: the same attempt sent
+  again because its result was never recorded (its worker died) or was recorded too late
+  (its claim had gone stale and was handed to another worker; that result is kept as a
+  *fenced* attempt and changes nothing);
+- an *unrecorded POST* is one whose result no attempt row holds; each must belong to a
+  delivery that a killed worker held when it died.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from bench import environment as env
+from bench.chaos.faults import RECORDED, choose, first_success
+
+EXAMPLES = 5  # problems of one kind quoted in the report; the rest are counted
+SLOW_TIMEOUT_SHARE = 0.9  # a timeout at least this share of WEBHOOKS_HTTP_TIMEOUT is genuine
+
+
+@dataclass(frozen=True)
+class Delivery:
+    id: int
+    event_id: str
+    config_id: str
+    status: str
+    attempt_count: int
+    replay_generation: int
+    last_status_code: int | None
+    last_error: str | None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    delivery_id: int
+    attempt_number: int
+    replay_generation: int
+    outcome: str
+    status_code: int
+    duration_ms: int
+
+
+@dataclass
+class Evidence:
+    """Everything a verdict is drawn from."""
+
+    published: dict[str, str]  # event id -> type, as sent into the service
+    subscriptions: dict[str, tuple[str, ...]]  # active config id -> its event types
+    events: set[str]  # event ids stored
+    deliveries: list[Delivery]
+    attempts: list[Attempt]
+    posts: list[dict[str, Any]]  # the receiver's record, one per request it read
+    held_at_kills: list[list[int]] | None = None  # claims of each killed worker; None: no kills
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The run's settings the verdict depends on."""
+
+    seed: int
+    fail_rate: float
+    max_attempts: int
+    http_timeout: float  # seconds
+    concurrency: int  # WEBHOOKS_DISPATCH_CONCURRENCY of each worker
+    exactly_once: bool = False  # no crash in the run: no POST may be sent twice
+
+
+@dataclass
+class Verdict:
+    counts: dict[str, Any]
+    problems: dict[str, list[str]]  # kind -> examples (at most EXAMPLES)
+    problem_counts: Counter
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem_counts
+
+
+def gather(dsn: str, published: dict[str, str], posts: list[dict],
+           held_at_kills: list[list[int]] | None = None) -> Evidence:
+    """Read the run's evidence from the database at `dsn`."""
+    configs = env.sql(dsn, "SELECT id, event_types FROM configs WHERE active"
+                           " AND deleted_at IS NULL")
+    events = env.sql(dsn, "SELECT id FROM events")
+    deliveries = env.sql(dsn, "SELECT id, event_id, config_id, status, attempt_count,"
+                              " replay_generation, last_status_code, last_error FROM deliveries")
+    attempts = env.sql(dsn, "SELECT delivery_id, attempt_number, replay_generation, outcome,"
+                            " status_code, duration_ms FROM delivery_attempts")
+    return Evidence(
+        published=published,
+        subscriptions={id: tuple(types) for id, types in configs},
+        events={row[0] for row in events},
+        deliveries=[Delivery(*row) for row in deliveries],
+        attempts=[Attempt(*row) for row in attempts],
+        posts=posts,
+        held_at_kills=held_at_kills,
+    )
+
+
+class _Findings:
+    def __init__(self) -> None:
+        self.examples: dict[str, list[str]] = defaultdict(list)
+        self.counts: Counter = Counter()
+
+    def add(self, kind: str, detail: str, count: int = 1) -> None:
+        self.counts[kind] += count
+        if len(self.examples[kind]) < EXAMPLES:
+            self.examples[kind].append(detail)
+
+
+def check(evidence: Evidence, rules: Rules) -> Verdict:
+    """Compare every (event, config) pair's delivery and history with the receiver's record."""
+    found = _Findings()
+    counts: Counter = Counter(dict.fromkeys(
+        ("duplicate_posts", "unrecorded_posts", "fenced_attempts", "slow_timeouts",
+         "deliveries_2xx_more_than_once", *(f"posts_{kind}" for kind in RECORDED)), 0))
+    expected = {(event, config) for event, type in evidence.published.items()
+                for config, types in evidence.subscriptions.items() if type in types}
+    by_pair = {(d.event_id, d.config_id): d for d in evidence.deliveries}
+    for event in sorted(set(evidence.published) - evidence.events):
+        found.add("event not stored", event)
+    for event in sorted(evidence.events - set(evidence.published)):
+        found.add("event stored that was never published", event)
+    lost = expected - by_pair.keys()
+    for event, config in sorted(lost):
+        found.add("lost", f"no delivery of event {event} to config {config}")
+    for event, config in sorted(by_pair.keys() - expected):
+        found.add("unexpected delivery", f"event {event} to config {config}")
+
+    attempts: dict[int, list[Attempt]] = defaultdict(list)
+    for attempt in evidence.attempts:
+        attempts[attempt.delivery_id].append(attempt)
+    posts: dict[int, list[dict]] = defaultdict(list)
+    known = {d.id for d in evidence.deliveries}
+    for post in evidence.posts:
+        if post["id"].isdigit() and int(post["id"]) in known:
+            posts[int(post["id"])].append(post)
+        else:
+            found.add("POST of no known delivery", repr(post))
+    kills = evidence.held_at_kills or []
+    held = Counter(id for claims in kills for id in claims)
+
+    for delivery in evidence.deliveries:
+        counts[delivery.status] += 1
+        _check_delivery(delivery, attempts[delivery.id], posts[delivery.id], held[delivery.id],
+                        rules, found, counts)
+
+    counts.update({
+        "events": len(evidence.published),
+        "configs": sum(any(t in types for t in set(evidence.published.values()))
+                       for types in evidence.subscriptions.values()),
+        "deliveries": len(evidence.deliveries),
+        "expected_deliveries": len(expected),
+        "lost": len(lost),
+        "stuck": counts["pending"] + counts["delivering"],
+        "attempts": len(evidence.attempts),
+        "posts": len(evidence.posts),
+    })
+    if evidence.held_at_kills is not None:
+        held_sizes = [len(claims) for claims in kills]
+        counts.update({
+            "kills": len(kills),
+            "claims_held_at_kills": sum(held_sizes),
+            "max_held_at_a_kill": max(held_sizes, default=0),
+            "duplicate_bound": len(kills) * rules.concurrency,
+        })
+    for post in evidence.posts:
+        counts[f"posts_{post['kind']}"] += 1
+    if counts["stuck"]:
+        found.add("stuck", f"{counts['pending']} pending, {counts['delivering']} delivering",
+                  counts["stuck"])
+    if counts["cancelled"]:
+        found.add("cancelled", "no config was deactivated", counts["cancelled"])
+    if counts.get("max_held_at_a_kill", 0) > 2 * rules.concurrency:
+        found.add("claims held beyond the dispatcher's limit",
+                  f"{counts['max_held_at_a_kill']} > 2 x {rules.concurrency}")
+    if rules.exactly_once:
+        if counts["duplicate_posts"]:
+            found.add("POST sent twice without a crash", f"{counts['duplicate_posts']} POSTs",
+                      counts["duplicate_posts"])
+        if counts["deliveries_2xx_more_than_once"]:
+            found.add("2xx more than once without a crash",
+                      f"{counts['deliveries_2xx_more_than_once']} deliveries",
+                      counts["deliveries_2xx_more_than_once"])
+    return Verdict(counts=dict(counts), problems=dict(found.examples), problem_counts=found.counts)
+
+
+def _check_delivery(delivery: Delivery, rows: list[Attempt], posts: list[dict], held: int,
+                    rules: Rules, found: _Findings, counts: Counter) -> None:
+    name = f"delivery {delivery.id}"
+    rows_at: dict[tuple[int, int], list[Attempt]] = defaultdict(list)
+    for row in rows:
+        rows_at[row.replay_generation, row.attempt_number].append(row)
+    posts_at: dict[tuple[int, int], list[dict]] = defaultdict(list)
+    for post in posts:
+        posts_at[post["gen"], post["attempt"]].append(post)
+    generation = delivery.replay_generation
+    if ({g for g, _ in rows_at} | {g for g, _ in posts_at}) - {generation}:
+        found.add("attempt of another generation", name)
+    numbers = {n for g, n in rows_at if g == generation}
+    if numbers != set(range(1, delivery.attempt_count + 1)):
+        found.add("history does not count its attempts",
+                  f"{name}: attempt_count {delivery.attempt_count}, attempts {sorted(numbers)}")
+
+    slow = unrecorded = 0
+    for key in sorted(rows_at.keys() | posts_at.keys()):
+        kind = choose(rules.seed, str(delivery.id), key[0], key[1], rules.fail_rate)
+        sent_2xx = any(post["sent"] for post in posts_at[key])
+        for post in posts_at[key]:
+            if post["kind"] != kind:
+                found.add("receiver strayed from its schedule", f"{name} {key}: {post}")
+        for row in rows_at[key]:
+            if (row.outcome, row.status_code) == RECORDED[kind]:
+                if row.outcome == "success" and not sent_2xx:
+                    found.add("success the receiver never sent", f"{name} {key}")
+            elif (row.outcome == "timeout"
+                  and row.duration_ms >= SLOW_TIMEOUT_SHARE * rules.http_timeout * 1000):
+                slow += 1  # the machine was too slow for the answer: a genuine timeout
+            else:
+                found.add("attempt does not match the answer",
+                          f"{name} {key}: receiver {kind}, recorded {row.outcome} "
+                          f"{row.status_code} in {row.duration_ms} ms")
+        if len(rows_at[key]) > len(posts_at[key]):
+            found.add("attempt recorded more often than POSTed",
+                      f"{name} {key}: {len(rows_at[key])} attempts, {len(posts_at[key])} POSTs")
+        if key[1] > delivery.attempt_count and posts_at[key]:
+            found.add("POST beyond the recorded history", f"{name} {key}")
+        counts["duplicate_posts"] += max(0, len(posts_at[key]) - 1)
+        counts["fenced_attempts"] += max(0, len(rows_at[key]) - 1)
+        unrecorded += max(0, len(posts_at[key]) - len(rows_at[key]))
+    counts["unrecorded_posts"] += unrecorded
+    counts["slow_timeouts"] += slow
+    if unrecorded > held:
+        found.add("POST lost without a crash",
+                  f"{name}: {unrecorded} unrecorded POSTs, held by {held} killed workers")
+    if sum(post["sent"] for post in posts) > 1:
+        counts["deliveries_2xx_more_than_once"] += 1
+    _check_end(delivery, rows_at, rules, found, exact=not slow)
+
+
+def _check_end(delivery: Delivery, rows_at: dict[tuple[int, int], list[Attempt]], rules: Rules,
+               found: _Findings, *, exact: bool) -> None:
+    """Check the final state against the last attempt and, when `exact`, the fault schedule."""
+    name = f"delivery {delivery.id}"
+    if delivery.status not in ("succeeded", "failed"):
+        return  # counted as stuck or cancelled
+    last = rows_at.get((delivery.replay_generation, delivery.attempt_count), [])
+    outcomes = {row.outcome for row in last}
+    for (_, number), rows in rows_at.items():
+        if number < delivery.attempt_count and len(rows) == 1 and rows[0].outcome == "success":
+            found.add("success that did not end the delivery", f"{name} attempt {number}")
+    if delivery.status == "succeeded":
+        if "success" not in outcomes or not 200 <= (delivery.last_status_code or 0) < 300:
+            found.add("succeeded without a successful last attempt", name)
+    else:
+        budget = f"retry budget exhausted: {rules.max_attempts} attempts"
+        if (delivery.attempt_count != rules.max_attempts
+                or budget not in (delivery.last_error or "")
+                or outcomes == {"success"}):
+            found.add("failed without exhausting the budget",
+                      f"{name}: {delivery.attempt_count} attempts, {delivery.last_error!r}")
+    if exact:
+        predicted = first_success(rules.seed, str(delivery.id), rules.fail_rate,
+                                  rules.max_attempts, delivery.replay_generation)
+        actual = delivery.attempt_count if delivery.status == "succeeded" else None
+        if actual != predicted:
+            found.add("end differs from the fault schedule",
+                      f"{name}: {delivery.status} after {delivery.attempt_count}, "
+                      f"schedule says {predicted or 'failed'}")
+
