@@ -98,7 +98,8 @@ LINES = (  # (label, format using the verdict's counts); a line whose fields are
                 "{messages_resent_by_producer:,} resent by the producer)"),
     ("workers", "{workers} x {concurrency} concurrency; survived: {workers_survived}; "
                 "exit codes on SIGTERM {worker_exit_codes}"),
-    ("slow", "{slow_timeouts:,} answers that came after the 1 s timeout (recorded as timeouts)"),
+    ("slow", "{slow_timeouts:,} answers too late for the 1 s timeout, recorded as timeouts "
+             "({attempts_never_read:,} requests the receiver never read in time)"),
     ("elapsed", "{elapsed_seconds} s"),
 )
 
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                         ("workers", "worker processes"),
                         ("concurrency", "WEBHOOKS_DISPATCH_CONCURRENCY"),
                         ("max_attempts", "WEBHOOKS_MAX_ATTEMPTS"),
+                        ("claim_timeout", "WEBHOOKS_CLAIM_TIMEOUT, seconds"),
                         ("rate", "events published per second"), ("seed", "fault schedule"),
                         ("outage", "seconds PostgreSQL stays down"),
                         ("freeze", "seconds the broker stays frozen"),

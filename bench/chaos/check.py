@@ -123,6 +123,7 @@ def check(evidence: Evidence, rules: Rules) -> Verdict:
     found = _Findings()
     counts: Counter = Counter(dict.fromkeys(
         ("duplicate_posts", "unrecorded_posts", "fenced_attempts", "slow_timeouts",
+         "attempts_never_read",
          "deliveries_2xx_more_than_once", *(f"posts_{kind}" for kind in RECORDED)), 0))
     expected = {(event, config) for event, type in evidence.published.items()
                 for config, types in evidence.subscriptions.items() if type in types}
@@ -184,14 +185,9 @@ def check(evidence: Evidence, rules: Rules) -> Verdict:
     if counts.get("max_held_at_a_kill", 0) > 2 * rules.concurrency:
         found.add("claims held beyond the dispatcher's limit",
                   f"{counts['max_held_at_a_kill']} > 2 x {rules.concurrency}")
-    if rules.exactly_once:
-        if counts["duplicate_posts"]:
-            found.add("POST sent twice without a crash", f"{counts['duplicate_posts']} POSTs",
-                      counts["duplicate_posts"])
-        if counts["deliveries_2xx_more_than_once"]:
-            found.add("2xx more than once without a crash",
-                      f"{counts['deliveries_2xx_more_than_once']} deliveries",
-                      counts["deliveries_2xx_more_than_once"])
+    if rules.exactly_once and counts["duplicate_posts"]:
+        found.add("POST sent twice without a crash", f"{counts['duplicate_posts']} POSTs",
+                  counts["duplicate_posts"])
     return Verdict(counts=dict(counts), problems=dict(found.examples), problem_counts=found.counts)
 
 
@@ -212,39 +208,47 @@ def _check_delivery(delivery: Delivery, rows: list[Attempt], posts: list[dict], 
         found.add("history does not count its attempts",
                   f"{name}: attempt_count {delivery.attempt_count}, attempts {sorted(numbers)}")
 
-    slow = unrecorded = 0
+    slow = unrecorded = late_2xx = 0
+    limit_ms = SLOW_TIMEOUT_SHARE * rules.http_timeout * 1000
     for key in sorted(rows_at.keys() | posts_at.keys()):
         kind = choose(rules.seed, str(delivery.id), key[0], key[1], rules.fail_rate)
         sent_2xx = any(post["sent"] for post in posts_at[key])
         for post in posts_at[key]:
             if post["kind"] != kind:
                 found.add("receiver strayed from its schedule", f"{name} {key}: {post}")
+        answered = 0  # rows that record the receiver's answer, so need a POST it read
         for row in rows_at[key]:
+            at_limit = row.outcome == "timeout" and row.duration_ms >= limit_ms
             if (row.outcome, row.status_code) == RECORDED[kind]:
+                answered += not at_limit
                 if row.outcome == "success" and not sent_2xx:
                     found.add("success the receiver never sent", f"{name} {key}")
-            elif (row.outcome == "timeout"
-                  and row.duration_ms >= SLOW_TIMEOUT_SHARE * rules.http_timeout * 1000):
-                slow += 1  # the machine was too slow for the answer: a genuine timeout
+            elif at_limit:
+                slow += 1  # the answer came too late, or the request was read too late
+                late_2xx += sent_2xx
             else:
                 found.add("attempt does not match the answer",
                           f"{name} {key}: receiver {kind}, recorded {row.outcome} "
                           f"{row.status_code} in {row.duration_ms} ms")
-        if len(rows_at[key]) > len(posts_at[key]):
+        if answered > len(posts_at[key]):
             found.add("attempt recorded more often than POSTed",
                       f"{name} {key}: {len(rows_at[key])} attempts, {len(posts_at[key])} POSTs")
         if key[1] > delivery.attempt_count and posts_at[key]:
             found.add("POST beyond the recorded history", f"{name} {key}")
         counts["duplicate_posts"] += max(0, len(posts_at[key]) - 1)
         counts["fenced_attempts"] += max(0, len(rows_at[key]) - 1)
+        counts["attempts_never_read"] += max(0, len(rows_at[key]) - len(posts_at[key]))
         unrecorded += max(0, len(posts_at[key]) - len(rows_at[key]))
     counts["unrecorded_posts"] += unrecorded
     counts["slow_timeouts"] += slow
     if unrecorded > held:
         found.add("POST lost without a crash",
                   f"{name}: {unrecorded} unrecorded POSTs, held by {held} killed workers")
-    if sum(post["sent"] for post in posts) > 1:
+    sent_2xx = sum(post["sent"] for post in posts)
+    if sent_2xx > 1:
         counts["deliveries_2xx_more_than_once"] += 1
+        if rules.exactly_once and sent_2xx - late_2xx > 1:
+            found.add("2xx more than once without a crash or a late answer", name)
     _check_end(delivery, rows_at, rules, found, exact=not slow)
 
 

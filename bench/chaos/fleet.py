@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from bench import environment as env
 from service.local_postgres import free_port
 
 STOP_TIMEOUT = 60.0  # seconds a warmly stopped process may take before it is killed
+READY_TIMEOUT = 60.0  # seconds a worker may take to answer /healthz after it is started
 
 
 @dataclass
@@ -84,9 +86,13 @@ class Workers:
     kills: list[Kill] = field(default_factory=list)
     exited: dict[int, int] = field(default_factory=dict)  # pid -> exit code, unexpected exits
     _started: int = 0
+    _ports: dict[int, int] = field(default_factory=dict)  # pid -> its /healthz port
 
     def start(self) -> None:
+        """Start the workers and wait until each one runs (answers /healthz)."""
         self.processes = [self._spawn() for _ in range(self.count)]
+        for process in self.processes:
+            self._wait_ready(process)
 
     def kill_and_restart(self, index: int) -> Kill:
         """SIGKILL worker `index`, note the claims it held, and start a new one in its place."""
@@ -98,6 +104,7 @@ class Workers:
         kill = Kill(at=time.time(), pid=victim.pid, held=self._claims_of(victim.pid))
         self.kills.append(kill)
         self.processes[index] = self._spawn()
+        self._wait_ready(self.processes[index])
         return kill
 
     def alive(self) -> list[int]:
@@ -129,12 +136,30 @@ class Workers:
 
     def _spawn(self) -> subprocess.Popen:
         self._started += 1
+        port = free_port()
         log = (self.workdir / f"worker-{self._started}.log").open("wb")
         with log:
-            return subprocess.Popen(
+            process = subprocess.Popen(
                 [sys.executable, "-m", "service", "worker"], cwd=env.ROOT,
-                env=env.worker_environment(self.dsn, **self.settings),
+                env=env.worker_environment(self.dsn, **self.settings,
+                                           WEBHOOKS_METRICS_PORT=str(port)),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        self._ports[process.pid] = port
+        return process
+
+    def _wait_ready(self, process: subprocess.Popen) -> None:
+        """Wait until `process` answers /healthz: it has its SIGTERM handler from then on."""
+        url = f"http://127.0.0.1:{self._ports[process.pid]}/healthz"
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                with urllib.request.urlopen(url, timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"worker {process.pid} did not start (exit code {process.poll()}); "
+                           f"see the logs in {self.workdir}")
 
     def _claims_of(self, pid: int) -> list[int]:
         rows = env.sql(self.dsn, "SELECT id FROM deliveries WHERE status = 'delivering'"

@@ -30,12 +30,11 @@ EVENT_TYPE = "chaos.event"
 OTHER_TYPE = "chaos.other"  # one config listens to it: no event of the run may reach it
 PUBLISH_BATCH = 100  # events per ingest transaction
 POLL = 0.5  # seconds between two looks at the database while waiting
-# Short timeouts so that a killed worker's claims come back within seconds.
+# Short backoff and timeouts so that the run takes minutes.
 WORKER_SETTINGS = {
     "WEBHOOKS_MIN_BACKOFF": "100ms",
     "WEBHOOKS_MAX_BACKOFF": "500ms",
     "WEBHOOKS_HTTP_TIMEOUT": "1s",
-    "WEBHOOKS_CLAIM_TIMEOUT": "3s",
     "WEBHOOKS_RECOVERY_PERIOD": "500ms",
     "WEBHOOKS_SHUTDOWN_TIMEOUT": "5s",
 }
@@ -43,7 +42,7 @@ HTTP_TIMEOUT = 1.0  # seconds, WEBHOOKS_HTTP_TIMEOUT above
 # What the consumer logs when a batch could not be stored or committed (service/consumer.py)
 STORE_FAILED = "storing a batch failed"
 COMMIT_REFUSED = "offset commit refused"
-NO_CRASH_CLAIM_TIMEOUT = "30s"  # broker scenario: nothing must be recovered, nothing sent twice
+NO_CRASH_CLAIM_TIMEOUT = 30.0  # seconds, at least, in the broker scenario: no claim may go stale
 
 Say = Callable[[str], None]
 
@@ -58,6 +57,8 @@ class Options:
     workers: int = 2
     concurrency: int = 50  # WEBHOOKS_DISPATCH_CONCURRENCY
     max_attempts: int = 5  # WEBHOOKS_MAX_ATTEMPTS: low enough that some deliveries fail
+    claim_timeout: float = 3.0  # WEBHOOKS_CLAIM_TIMEOUT, seconds: a killed worker's claims
+    #                             come back within seconds
     rate: float = 1000.0  # events published per second
     seed: int = 1
     outage: float = 5.0  # seconds PostgreSQL stays down (database scenario)
@@ -68,7 +69,8 @@ class Options:
 
     def worker_settings(self, **extra: str) -> dict[str, str]:
         return {**WORKER_SETTINGS, "WEBHOOKS_MAX_ATTEMPTS": str(self.max_attempts),
-                "WEBHOOKS_DISPATCH_CONCURRENCY": str(self.concurrency), **extra}
+                "WEBHOOKS_DISPATCH_CONCURRENCY": str(self.concurrency),
+                "WEBHOOKS_CLAIM_TIMEOUT": f"{self.claim_timeout:g}s", **extra}
 
     def rules(self, *, exactly_once: bool = False) -> Rules:
         return Rules(seed=self.seed, fail_rate=self.fail_rate, max_attempts=self.max_attempts,
@@ -134,13 +136,15 @@ def broker_outage(dsn: str, broker: LocalKafka, workdir: Path, options: Options,
                   say: Say = print) -> Verdict:
     """Produce to Kafka while the broker is frozen (SIGSTOP) past the session timeout."""
     producer = Producer(broker, options, EVENT_TYPE)
-    extra = {**producer.settings(), "WEBHOOKS_CLAIM_TIMEOUT": NO_CRASH_CLAIM_TIMEOUT}
+    claim_timeout = max(options.claim_timeout, NO_CRASH_CLAIM_TIMEOUT)
+    extra = {**producer.settings(), "WEBHOOKS_CLAIM_TIMEOUT": f"{claim_timeout:g}s"}
     with _run(dsn, workdir, options, extra) as run:
         run.workers.start()
         pids = run.workers.alive()
         producing = gevent.spawn(producer.produce, run.ids, run.published)
         _wait(lambda: len(run.published) >= options.events // 3 and run.progressed(), options)
         broker.pause()
+        frozen_at = time.monotonic()
         try:
             gevent.sleep(1.0)  # a batch in hand may still be stored
             stored_frozen = _events(dsn)
@@ -148,14 +152,15 @@ def broker_outage(dsn: str, broker: LocalKafka, workdir: Path, options: Options,
             stored_thawed = _events(dsn)
         finally:
             broker.resume()
-        say(f"  broker frozen {options.freeze:.1f} s; events stored meanwhile: "
+        frozen = time.monotonic() - frozen_at
+        say(f"  broker frozen {frozen:.1f} s; events stored meanwhile: "
             f"{stored_thawed - stored_frozen}")
         while not run.settled(producing):
             gevent.sleep(POLL)
         survivors = run.workers.alive()
         offsets = committed_and_end_offsets(producer)
     verdict = run.verdict(options.rules(exactly_once=True))
-    verdict.counts.update(producer.counts(), **offsets, freeze_seconds=options.freeze,
+    verdict.counts.update(producer.counts(), **offsets, freeze_seconds=round(frozen, 1),
                           stored_while_frozen=stored_thawed - stored_frozen,
                           workers_survived=survivors == pids,
                           batches_not_stored=run.workers.logged(STORE_FAILED),

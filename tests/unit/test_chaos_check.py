@@ -155,14 +155,41 @@ def test_a_quick_timeout_is_not_excused_as_a_slow_machine():
 
 
 def test_an_answer_that_came_after_the_timeout_is_a_timeout_and_is_sent_again():
-    evidence = simulate()
-    delivery = first_delivery(evidence, status="succeeded")
+    delivery = next(d for d in simulate().deliveries
+                    if d.status == "succeeded" and d.attempt_count < RULES.max_attempts)
     late = simulate(late={(delivery.id, delivery.attempt_count)})
-    verdict = check(late, RULES)
-    assert verdict.ok, verdict.problems
-    assert verdict.counts["slow_timeouts"] == 1
-    if delivery.attempt_count < RULES.max_attempts:
+    for rules in (RULES, dataclasses.replace(RULES, exactly_once=True)):
+        verdict = check(late, rules)
+        assert verdict.ok, verdict.problems
+        assert verdict.counts["slow_timeouts"] == 1
         assert verdict.counts["deliveries_2xx_more_than_once"] == 1
+
+
+def test_a_request_read_too_late_to_be_answered_in_time_is_a_timeout():
+    evidence = simulate()
+    delivery = next(d for d in evidence.deliveries
+                    if d.status == "succeeded" and d.attempt_count > 1)
+    first = next(p for p in evidence.posts if p["id"] == str(delivery.id))
+    evidence.posts.remove(first)  # never read; the attempt timed out at the limit
+    index = next(n for n, a in enumerate(evidence.attempts)
+                 if a.delivery_id == delivery.id and a.attempt_number == 1)
+    evidence.attempts[index] = dataclasses.replace(evidence.attempts[index], outcome="timeout",
+                                                   status_code=0, duration_ms=1003)
+    verdict = check(evidence, RULES)
+    assert verdict.ok, verdict.problems
+    assert verdict.counts["attempts_never_read"] == 1
+    evidence.attempts[index] = dataclasses.replace(evidence.attempts[index], duration_ms=400)
+    assert "attempt does not match the answer" in problems(evidence)
+
+
+def test_an_answer_recorded_for_a_request_never_read_is_reported():
+    evidence = simulate()
+    index = next(n for n, a in enumerate(evidence.attempts) if a.outcome == "http_error")
+    attempt = evidence.attempts[index]
+    evidence.posts = [p for p in evidence.posts
+                      if (p["id"], p["attempt"]) != (str(attempt.delivery_id),
+                                                     attempt.attempt_number)]
+    assert problems(evidence) == {"attempt recorded more often than POSTed"}
 
 
 def test_a_gap_in_the_attempt_numbers_is_reported():
@@ -218,14 +245,17 @@ def test_a_late_result_after_recovery_is_kept_fenced_and_explained():
 
 def test_without_a_crash_nothing_may_be_sent_twice():
     rules = dataclasses.replace(RULES, exactly_once=True)
-    evidence = simulate(fenced={(3, 1)})
-    assert "POST sent twice without a crash" in problems(evidence, rules)
     assert check(simulate(), rules).ok
+    delivery = next(d for d in simulate().deliveries if d.attempt_count == 1)  # 2xx at once
+    evidence = simulate(fenced={(delivery.id, 1)})
+    assert check(evidence, RULES).ok
+    assert problems(evidence, rules) == {"POST sent twice without a crash",
+                                         "2xx more than once without a crash or a late answer"}
 
 
 def test_an_attempt_recorded_twice_for_one_post_is_reported():
     evidence = simulate()
-    evidence.attempts.append(evidence.attempts[0])
+    evidence.attempts.append(next(a for a in evidence.attempts if a.outcome == "success"))
     assert "attempt recorded more often than POSTed" in problems(evidence)
 
 
