@@ -85,6 +85,9 @@ LINES = (  # (label, format using the verdict's counts); a line whose fields are
               "{posts_reset:,} reset, {posts_slow_body:,} slow body"),
     ("duplicates", "{duplicate_posts:,} POSTs of an attempt already POSTed ("
                    "{unrecorded_posts:,} never recorded, {fenced_attempts:,} fenced late results)"),
+    ("",  "by answer: {duplicate_posts_ok:,} ok, {duplicate_posts_500:,} 500, "
+          "{duplicate_posts_hang:,} hang, {duplicate_posts_reset:,} reset, "
+          "{duplicate_posts_slow_body:,} slow body"),
     ("2xx twice", "{deliveries_2xx_more_than_once:,} deliveries got a 2xx more than once"),
     ("kills", "{kills:,} SIGKILLs; claims held by the killed worker: {claims_held_at_kills:,} "
               "in all, at most {max_held_at_a_kill:,} at one kill"),
@@ -96,8 +99,9 @@ LINES = (  # (label, format using the verdict's counts); a line whose fields are
                  "{commits_refused:,} offset commits refused (batch read again)"),
     ("offsets", "committed {committed} / end {end} ({messages_in_topic:,} messages, "
                 "{messages_resent_by_producer:,} resent by the producer)"),
-    ("workers", "{workers} x {concurrency} concurrency; survived: {workers_survived}; "
-                "exit codes on SIGTERM {worker_exit_codes}"),
+    ("workers", "{workers} x {concurrency} concurrency; exit codes on SIGTERM at the end "
+                "{worker_exit_codes}"),
+    ("survived", "the same worker processes throughout: {workers_survived}"),
     ("slow", "{slow_timeouts:,} answers too late for the 1 s timeout, recorded as timeouts "
              "({attempts_never_read:,} requests the receiver never read in time)"),
     ("elapsed", "{elapsed_seconds} s"),

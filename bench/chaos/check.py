@@ -124,7 +124,8 @@ def check(evidence: Evidence, rules: Rules) -> Verdict:
     counts: Counter = Counter(dict.fromkeys(
         ("duplicate_posts", "unrecorded_posts", "fenced_attempts", "slow_timeouts",
          "attempts_never_read",
-         "deliveries_2xx_more_than_once", *(f"posts_{kind}" for kind in RECORDED)), 0))
+         "deliveries_2xx_more_than_once", *(f"posts_{kind}" for kind in RECORDED),
+         *(f"duplicate_posts_{kind}" for kind in RECORDED)), 0))
     expected = {(event, config) for event, type in evidence.published.items()
                 for config, types in evidence.subscriptions.items() if type in types}
     by_pair = {(d.event_id, d.config_id): d for d in evidence.deliveries}
@@ -236,6 +237,7 @@ def _check_delivery(delivery: Delivery, rows: list[Attempt], posts: list[dict], 
         if key[1] > delivery.attempt_count and posts_at[key]:
             found.add("POST beyond the recorded history", f"{name} {key}")
         counts["duplicate_posts"] += max(0, len(posts_at[key]) - 1)
+        counts[f"duplicate_posts_{kind}"] += max(0, len(posts_at[key]) - 1)
         counts["fenced_attempts"] += max(0, len(rows_at[key]) - 1)
         counts["attempts_never_read"] += max(0, len(rows_at[key]) - len(posts_at[key]))
         unrecorded += max(0, len(posts_at[key]) - len(rows_at[key]))
