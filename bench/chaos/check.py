@@ -1,8 +1,8 @@
 """The chaos checker: does the database's history of every delivery match what the endpoint saw?
 
-`gather()` reads the run's evidence (events, deliveries, attempts) from the database;
-`check()` is pure: it compares that evidence with what was published and with the
-receiver's record of every POST, and returns the counts and every problem found.
+`check()` is pure: it compares a run's evidence (bench/chaos/evidence.py: what was
+published, the database's events, deliveries and attempts, the receiver's record of every
+POST) and returns the counts and every problem found.
 
 Words used in the report:
 - a *key* is (delivery id, replay generation, attempt number): what the receiver's fault
@@ -21,46 +21,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from bench import environment as env
+from bench.chaos.evidence import Attempt, Delivery, Evidence
 from bench.chaos.faults import RECORDED, choose, first_success
 
 EXAMPLES = 5  # problems of one kind quoted in the report; the rest are counted
 SLOW_TIMEOUT_SHARE = 0.9  # a timeout at least this share of WEBHOOKS_HTTP_TIMEOUT is genuine
-
-
-@dataclass(frozen=True)
-class Delivery:
-    id: int
-    event_id: str
-    config_id: str
-    status: str
-    attempt_count: int
-    replay_generation: int
-    last_status_code: int | None
-    last_error: str | None
-
-
-@dataclass(frozen=True)
-class Attempt:
-    delivery_id: int
-    attempt_number: int
-    replay_generation: int
-    outcome: str
-    status_code: int
-    duration_ms: int
-
-
-@dataclass
-class Evidence:
-    """Everything a verdict is drawn from."""
-
-    published: dict[str, str]  # event id -> type, as sent into the service
-    subscriptions: dict[str, tuple[str, ...]]  # active config id -> its event types
-    events: set[str]  # event ids stored
-    deliveries: list[Delivery]
-    attempts: list[Attempt]
-    posts: list[dict[str, Any]]  # the receiver's record, one per request it read
-    held_at_kills: list[list[int]] | None = None  # claims of each killed worker; None: no kills
 
 
 @dataclass(frozen=True)
@@ -84,27 +49,6 @@ class Verdict:
     @property
     def ok(self) -> bool:
         return not self.problem_counts
-
-
-def gather(dsn: str, published: dict[str, str], posts: list[dict],
-           held_at_kills: list[list[int]] | None = None) -> Evidence:
-    """Read the run's evidence from the database at `dsn`."""
-    configs = env.sql(dsn, "SELECT id, event_types FROM configs WHERE active"
-                           " AND deleted_at IS NULL")
-    events = env.sql(dsn, "SELECT id FROM events")
-    deliveries = env.sql(dsn, "SELECT id, event_id, config_id, status, attempt_count,"
-                              " replay_generation, last_status_code, last_error FROM deliveries")
-    attempts = env.sql(dsn, "SELECT delivery_id, attempt_number, replay_generation, outcome,"
-                            " status_code, duration_ms FROM delivery_attempts")
-    return Evidence(
-        published=published,
-        subscriptions={id: tuple(types) for id, types in configs},
-        events={row[0] for row in events},
-        deliveries=[Delivery(*row) for row in deliveries],
-        attempts=[Attempt(*row) for row in attempts],
-        posts=posts,
-        held_at_kills=held_at_kills,
-    )
 
 
 class _Findings:
