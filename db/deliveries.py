@@ -10,7 +10,9 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
+from db.errors import NotEligible, NotFound
 from db.pool import ConnectionPool
 from db.sql import QUERIES
 
@@ -128,3 +130,35 @@ def seconds_until_next_due(pool: ConnectionPool) -> float | None:
 def queue_depth(pool: ConnectionPool, *, cap: int = 1_000_000) -> int:
     """Return the number of pending deliveries, counting at most `cap`."""
     return pool.execute("queue_depth", {"cap": cap})[0][0]
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What a replay did: `REPLAYED` (new generation) or `EXPEDITED` (due now)."""
+
+    delivery_id: int
+    action: str
+    replay_generation: int
+    next_attempt_at: datetime
+
+
+def replay(cursor: Any, delivery_id: int) -> Replay:
+    """Replay a failed delivery or expedite a pending one, within the caller's transaction.
+
+    Raises NotFound for an unknown delivery and NotEligible (saying why) for any other state,
+    or when its config is inactive or deleted.
+    """
+    cursor.execute(QUERIES["replay_delivery"], {"id": delivery_id})
+    row = cursor.fetchone()
+    if row is not None:
+        return Replay(*row[:4])
+    cursor.execute(QUERIES["replay_blocker"], {"id": delivery_id})
+    blocker = cursor.fetchone()
+    if blocker is None:
+        raise NotFound(f"delivery {delivery_id} not found")
+    status, config_active = blocker
+    if status in ("failed", "pending") and not config_active:
+        raise NotEligible(f"delivery {delivery_id} belongs to an inactive or deleted config")
+    raise NotEligible(
+        f"delivery {delivery_id} is {status}; only failed and pending deliveries can be replayed"
+    )
