@@ -43,7 +43,8 @@ def code_of(error: GraphQLError) -> str:
     if error.extensions and "code" in error.extensions:
         return error.extensions["code"]
     original = error.original_error
-    if error.path is None and error.locations:
+    if error.path is None and (error.locations or original is None
+                               or isinstance(original, GraphQLError)):
         return BAD_USER_INPUT  # the document or its variables: syntax, validation, coercion
     for kind, code in EXPECTED:
         if isinstance(original, kind):
