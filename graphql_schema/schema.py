@@ -10,14 +10,13 @@ from typing import Any
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.extensions import MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
+from strawberry.extensions import AddValidationRules, MaxTokensLimiter
 
 from graphql_schema.errors import log_unexpected
+from graphql_schema.limits import DocumentLimits
 from graphql_schema.mutations import Mutation
 from graphql_schema.queries import Query
 
-MAX_DEPTH = 10  # nesting of fields in one operation (introspection aside)
-MAX_ALIASES = 30  # aliases in one document, each of which could be another query
 MAX_TOKENS = 10_000  # lexical tokens in one document; pass large payloads as variables
 SCHEMA_FILE = Path(__file__).with_name("schema.graphql")
 
@@ -33,9 +32,8 @@ schema = Schema(
     query=Query,
     mutation=Mutation,
     extensions=[
-        lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
-        lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
         lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
+        lambda: AddValidationRules([DocumentLimits]),  # depth and aliases; see limits.py
     ],
 )
 

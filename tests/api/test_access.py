@@ -24,9 +24,9 @@ def test_a_query_without_a_token_is_unauthenticated_and_shows_no_data(client, ap
 @pytest.mark.parametrize("authorization", [
     "Bearer whk_not-a-real-token", "Bearer ", "Basic dXNlcjpwYXNz", "whk_x", "Bearer\x7f",
 ])
-def test_unknown_or_malformed_credentials_are_unauthenticated(client, api, authorization):
-    response = client.post("/graphql", json={"query": STATS},
-                           headers={"Authorization": authorization})
+def test_unknown_or_malformed_credentials_are_unauthenticated(shared_api, authorization):
+    response = shared_api.client.post("/graphql", json={"query": STATS},
+                                      headers={"Authorization": authorization})
     assert response.status_code == 401
     assert response.get_json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
 

@@ -86,17 +86,21 @@ def test_a_delivery_of_an_inactive_or_deleted_config_is_not_eligible(api, make, 
 
 
 @pytest.mark.parametrize("id", ["424242", "abc", "-3", "99999999999999999999999"])
-def test_an_unknown_delivery_is_not_found(api, id):
-    assert api.code(REPLAY, {"id": id}, headers={"Idempotency-Key": "k"}) == "NOT_FOUND"
+def test_an_unknown_delivery_is_not_found(shared_api, id):
+    assert shared_api.code(REPLAY, {"id": id}, headers={"Idempotency-Key": "k"}) == "NOT_FOUND"
 
 
 @pytest.mark.parametrize("key", [None, "", "   ", "k" * 256, "caf\u00e9"])
-def test_the_idempotency_key_is_required_and_bounded(api, make, key):
-    delivery_id = failed(make)
+def test_the_idempotency_key_is_required_and_bounded(shared_api, key):
     headers = {} if key is None else {"Idempotency-Key": key.encode().decode("latin-1")}
-    error = api.error(REPLAY, {"id": delivery_id}, headers=headers)
+    error = shared_api.error(REPLAY, {"id": "1"}, headers=headers)
     assert error["extensions"]["code"] == "BAD_USER_INPUT"
     assert "Idempotency-Key" in error["message"]
+
+
+def test_without_a_key_nothing_is_replayed(api, make):
+    delivery_id = failed(make)
+    assert api.code(REPLAY, {"id": delivery_id}) == "BAD_USER_INPUT"
     assert make.row(delivery_id)["status"] == "failed"
 
 
