@@ -109,9 +109,8 @@ def attempts(pool: ConnectionPool, delivery_id: int) -> list[Attempt]:
 def stats(pool: ConnectionPool, *, cap: int = COUNT_CAP) -> Stats:
     """Return the count of each status, the queue depth and the age of the oldest due delivery."""
     with pool.transaction() as cursor:
-        cursor.execute(QUERIES["count_deliveries_by_status"],
-                       {"statuses": list(STATUSES), "cap": cap})
-        by_status = dict(cursor.fetchall())
+        cursor.execute(QUERIES["count_deliveries_by_status"], {"cap": cap})
+        by_status = dict(zip(STATUSES, cursor.fetchone(), strict=True))
         cursor.execute(QUERIES["oldest_due_age"])
         (oldest,) = cursor.fetchone()
     return Stats(by_status=by_status, queue_depth=by_status["pending"],
