@@ -1,17 +1,20 @@
 -- replay_delivery --
 -- Give a failed delivery of an active config a new generation due now (attempt count and window reset), or make a pending one due now; wake the dispatchers; return the action taken
-WITH target AS (
+WITH config_now AS (
+    -- Share-locked before the delivery (the order a deactivation locks them in), so a
+    -- concurrent deactivation waits, then cancels what this made pending, or goes first.
+    SELECT id
+    FROM configs
+    WHERE id = (SELECT config_id FROM deliveries WHERE id = %(id)s)
+      AND active AND deleted_at IS NULL
+    FOR SHARE
+),
+target AS (
     SELECT id, status, config_id
     FROM deliveries
     WHERE id = %(id)s AND status IN ('failed', 'pending')
+      AND config_id IN (SELECT id FROM config_now)
     FOR UPDATE
-),
-config_now AS (
-    -- Share-locked: a concurrent deactivation waits, then cancels what this made pending.
-    SELECT id
-    FROM configs
-    WHERE id = (SELECT config_id FROM target) AND active AND deleted_at IS NULL
-    FOR SHARE
 ),
 replayed AS (
     UPDATE deliveries d
@@ -23,8 +26,8 @@ replayed AS (
                                      ELSE d.generation_started_at END,
         next_attempt_at = least(d.next_attempt_at, now()),
         updated_at = now()
-    FROM target t, config_now c
-    WHERE d.id = t.id AND c.id = t.config_id AND d.status = t.status
+    FROM target t
+    WHERE d.id = t.id AND d.status = t.status
     RETURNING d.id, CASE WHEN t.status = 'failed' THEN 'REPLAYED' ELSE 'EXPEDITED' END AS action,
               d.replay_generation, d.next_attempt_at
 ),

@@ -199,3 +199,35 @@ def test_a_deactivation_racing_a_replay_leaves_nothing_pending(api, make, pool):
                 gevent.spawn(configs.deactivate, pool, config.id)]
         gevent.joinall(jobs, raise_error=True)
         assert make.row(delivery_id)["status"] in ("failed", "cancelled")
+
+
+def test_an_expedite_waiting_on_a_deactivation_neither_deadlocks_nor_leaves_it_pending(
+        make, pool):
+    """Lock order: the replay takes the config before the delivery, as a deactivation does."""
+    from db import deliveries
+    from db.errors import NotEligible
+    from db.pool import connect
+    from db.sql import QUERIES
+
+    config = make.config()
+    delivery_id = make.delivery(config, next_attempt_at=LATER)
+    deactivation = connect(pool.dsn)
+    try:
+        with deactivation.cursor() as cursor:
+            cursor.execute(QUERIES["set_config_active"], {"id": config.id, "active": False})
+
+            def expedite():
+                with pool.transaction() as replay_cursor:
+                    return deliveries.replay(replay_cursor, delivery_id)
+
+            job = gevent.spawn(expedite)
+            gevent.sleep(0.3)  # the replay now waits for the config row
+            cursor.execute("SET LOCAL lock_timeout = '3s'")
+            cursor.execute(QUERIES["cancel_pending_deliveries_of_config"], {"id": config.id})
+            assert cursor.rowcount == 1
+        deactivation.commit()
+    finally:
+        deactivation.close()
+    job.join(10)
+    assert isinstance(job.exception, NotEligible)
+    assert make.row(delivery_id)["status"] == "cancelled"
