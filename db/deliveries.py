@@ -162,3 +162,51 @@ def replay(cursor: Any, delivery_id: int) -> Replay:
     raise NotEligible(
         f"delivery {delivery_id} is {status}; only failed and pending deliveries can be replayed"
     )
+
+
+@dataclass(frozen=True)
+class ReplayPage:
+    """What a bulk replay did to one page: ids replayed, expedited, and skipped with why."""
+
+    replayed: list[int]
+    expedited: list[int]
+    skipped: list[tuple[int, str]]
+    has_more: bool
+
+    @property
+    def last_id(self) -> int | None:
+        """The smallest id of the page: where the next page starts below."""
+        ids = [*self.replayed, *self.expedited, *(id for id, _ in self.skipped)]
+        return min(ids) if ids else None
+
+
+def replay_page(
+    cursor: Any,
+    *,
+    created_from: datetime,
+    created_to: datetime,
+    statuses: Sequence[str],
+    config_ids: Sequence[str] | None,
+    before_id: int | None,
+    limit: int,
+) -> ReplayPage:
+    """Replay or expedite one page of deliveries of a creation window, within a transaction."""
+    cursor.execute(QUERIES["replay_deliveries_page"], {
+        "created_from": created_from, "created_to": created_to, "statuses": list(statuses),
+        "config_ids": list(config_ids) if config_ids else None, "before_id": before_id,
+        "limit": limit,
+    })
+    rows = cursor.fetchall()
+    replayed, expedited, skipped = [], [], []
+    for id, action, status, config_active, _, _ in rows:
+        if action == "REPLAYED":
+            replayed.append(id)
+        elif action == "EXPEDITED":
+            expedited.append(id)
+        elif status not in ("failed", "pending"):
+            skipped.append((id, f"{status}: only failed and pending deliveries replay"))
+        elif not config_active:
+            skipped.append((id, "its config is inactive or deleted"))
+        else:
+            skipped.append((id, "it changed state during the replay"))
+    return ReplayPage(replayed, expedited, skipped, has_more=bool(rows) and rows[0][4])

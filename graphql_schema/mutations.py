@@ -1,22 +1,18 @@
-"""Mutations: publish an event, replay a delivery, and the config mutations."""
+"""Mutations: publish an event, plus those of configs and replays, merged into one type."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
-from enum import Enum
-from typing import Any
 
 import strawberry
 from strawberry.scalars import JSON
 from strawberry.tools import merge_types
 
-from db import deliveries, events, replays
-from db.errors import NotFound
-from graphql_schema import arguments
+from db import events
 from graphql_schema.access import operator_mutation
 from graphql_schema.config_mutations import ConfigMutations
 from graphql_schema.context import Info
+from graphql_schema.replay_mutations import ReplayMutations
 
 
 @strawberry.input
@@ -36,34 +32,6 @@ class PublishedEvent:
         description="One delivery per active config subscribed to the event's type.")
 
 
-@strawberry.enum
-class ReplayAction(Enum):
-    REPLAYED = "REPLAYED"
-    EXPEDITED = "EXPEDITED"
-
-
-@strawberry.type(description="REPLAYED: a failed delivery got a new generation, due now. "
-                             "EXPEDITED: a pending delivery was made due now.")
-class ReplayResult:
-    delivery_id: strawberry.ID
-    action: ReplayAction
-    replay_generation: int
-    next_attempt_at: datetime
-
-    @classmethod
-    def from_json(cls, result: dict[str, Any]) -> ReplayResult:
-        return cls(delivery_id=strawberry.ID(str(result["deliveryId"])),
-                   action=ReplayAction(result["action"]),
-                   replay_generation=result["replayGeneration"],
-                   next_attempt_at=datetime.fromisoformat(result["nextAttemptAt"]))
-
-
-def _as_json(replay: deliveries.Replay) -> dict[str, Any]:
-    return {"deliveryId": str(replay.delivery_id), "action": replay.action,
-            "replayGeneration": replay.replay_generation,
-            "nextAttemptAt": replay.next_attempt_at.isoformat()}
-
-
 @strawberry.type
 class EventMutations:
     @operator_mutation(description="Store an event and one delivery per subscribed config.")
@@ -73,25 +41,5 @@ class EventMutations:
         ids = events.publish(info.context.pool, event, source="api")
         return PublishedEvent(event_id=event.id, delivery_ids=[strawberry.ID(str(i)) for i in ids])
 
-    @operator_mutation(
-        description="Replay a failed delivery (new generation) or expedite a pending one. "
-                    "Needs the Idempotency-Key header; a key repeats its first result for 24 h.")
-    def replay_delivery(self, info: Info, id: strawberry.ID) -> ReplayResult:
-        context = info.context
-        key = replays.check_key(context.idempotency_key)
-        number = arguments.delivery_id(id)
-        if number is None:
-            raise NotFound(f"delivery {str(id)[:40]!r} not found")
-        result, fresh = replays.run_once(
-            context.pool, key=key,
-            fingerprint=replays.fingerprint("replayDelivery", {"id": number}),
-            operation=lambda cursor: _as_json(deliveries.replay(cursor, number)),
-        )
-        if fresh:
-            context.telemetry.replayed(result["action"].lower())
-            if result["action"] == ReplayAction.REPLAYED.value:
-                context.telemetry.transition("failed", "pending", 1)
-        return ReplayResult.from_json(result)
 
-
-Mutation = merge_types("Mutation", (ConfigMutations, EventMutations))
+Mutation = merge_types("Mutation", (ConfigMutations, EventMutations, ReplayMutations))

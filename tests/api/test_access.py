@@ -62,6 +62,7 @@ def test_every_mutation_is_forbidden_to_a_viewer(viewer, make):
         "rotateConfigSecret": f'(id: "{config.id}") {{ secret }}',
         "publishEvent": '(input: {type: "order.created", payload: {}}) { eventId }',
         "replayDelivery": f'(id: "{delivery_id}") {{ action }}',
+        "replayDeliveries": '(filter: {createdAtFrom: "2020-01-01T00:00:00Z"}) { hasMore }',
     }
     mutations = viewer.data('{ __type(name: "Mutation") { fields { name } } }')
     assert set(arguments) == {field["name"] for field in mutations["__type"]["fields"]}

@@ -8,6 +8,7 @@ import gevent
 import pytest
 
 from db import configs, replays
+from db.errors import NotEligible
 from tests.api.conftest import metric_value
 
 REPLAY = """mutation ($id: ID!) {
@@ -201,25 +202,30 @@ def test_a_deactivation_racing_a_replay_leaves_nothing_pending(api, make, pool):
         assert make.row(delivery_id)["status"] in ("failed", "cancelled")
 
 
+@pytest.mark.parametrize("bulk", [False, True])
 def test_an_expedite_waiting_on_a_deactivation_neither_deadlocks_nor_leaves_it_pending(
-        make, pool):
-    """Lock order: the replay takes the config before the delivery, as a deactivation does."""
+        make, pool, bulk):
+    """Lock order: a replay takes the config before the delivery, as a deactivation does."""
     from db import deliveries
-    from db.errors import NotEligible
     from db.pool import connect
     from db.sql import QUERIES
 
     config = make.config()
     delivery_id = make.delivery(config, next_attempt_at=LATER)
+
+    def expedite():
+        with pool.transaction() as cursor:
+            if bulk:
+                return deliveries.replay_page(
+                    cursor, created_from=datetime.now(UTC) - timedelta(days=1),
+                    created_to=datetime.now(UTC), statuses=["pending"], config_ids=None,
+                    before_id=None, limit=10)
+            return deliveries.replay(cursor, delivery_id)
+
     deactivation = connect(pool.dsn)
     try:
         with deactivation.cursor() as cursor:
             cursor.execute(QUERIES["set_config_active"], {"id": config.id, "active": False})
-
-            def expedite():
-                with pool.transaction() as replay_cursor:
-                    return deliveries.replay(replay_cursor, delivery_id)
-
             job = gevent.spawn(expedite)
             gevent.sleep(0.3)  # the replay now waits for the config row
             cursor.execute("SET LOCAL lock_timeout = '3s'")
@@ -229,5 +235,8 @@ def test_an_expedite_waiting_on_a_deactivation_neither_deadlocks_nor_leaves_it_p
     finally:
         deactivation.close()
     job.join(10)
-    assert isinstance(job.exception, NotEligible)
+    if bulk:
+        assert job.value.skipped == [(delivery_id, "its config is inactive or deleted")]
+    else:
+        assert isinstance(job.exception, NotEligible)
     assert make.row(delivery_id)["status"] == "cancelled"
