@@ -94,9 +94,10 @@ def viewer(client, viewer_token) -> Api:
 
 @pytest.fixture(scope="module")
 def shared_api(server_dsn, database_factory, template_database):
-    """An operator client on one database for a whole module, for requests that change nothing.
+    """An operator client on one database for a whole module, for many cases of bad input.
 
-    A fresh database per test costs about 0.3 s; the many cases of bad input need none.
+    A fresh database per test costs about 0.3 s here. Use it only for requests that change
+    nothing, or whose changes no other test of the module looks at.
     """
     pool = ConnectionPool(dsn_for(server_dsn, database_factory(template=template_database)))
     settings = Settings.load({}, {"database_url": pool.dsn})

@@ -159,8 +159,12 @@ _json = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | _t
                      | st.dictionaries(_text, inner, max_size=3), max_leaves=6)
 
 
-@settings(max_examples=60, deadline=None)
-@given(id=_json, after=_json, first=_json, config_id=_json, created=_json, key=_text)
+_header = st.text(alphabet=st.characters(codec="latin-1", exclude_characters="\r\n"),
+                 max_size=300)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(id=_json, after=_json, first=_json, config_id=_json, created=_json, key=_header)
 def test_no_variables_make_a_500(shared_api, id, after, first, config_id, created, key):
     query = """query ($id: ID!, $after: String, $first: Int, $f: DeliveryFilter) {
       delivery(id: $id) { id attempts { id } }
@@ -184,3 +188,28 @@ def test_a_viewer_token_is_not_logged(client, viewer_token, caplog):
     with caplog.at_level(logging.DEBUG):
         Api(client, viewer_token).data(STATS)
     assert viewer_token not in caplog.text
+
+
+_url = st.one_of(_text, st.builds("http://{}/{}".format, _text, _text),
+                 st.builds("https://{}".format, _text))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(endpoint=_url, types=st.lists(_text, max_size=3), name=st.none() | _text,
+       secret=st.none() | _text, payload=_json, text=_text, event_id=st.none() | _text)
+def test_no_mutation_input_makes_a_500(shared_api, endpoint, types, name, secret, payload,
+                                       text, event_id):
+    for operation, variables in (
+        ("mutation ($i: CreateConfigInput!) { createConfig(input: $i) { secret } }",
+         {"i": {"endpoint": endpoint, "eventTypes": types, "name": name, "secret": secret}}),
+        ("mutation ($i: PublishEventInput!) { publishEvent(input: $i) { eventId } }",
+         {"i": {"type": text, "payload": payload, "id": event_id}}),
+        ("mutation ($id: ID!, $i: UpdateConfigInput!) { updateConfig(id: $id, input: $i) "
+         "{ id } }", {"id": text, "i": {"endpoint": endpoint, "eventTypes": types}}),
+        ("mutation ($id: ID!, $s: String) { rotateConfigSecret(id: $id, secret: $s) "
+         "{ secret } }", {"id": text, "s": secret}),
+    ):
+        response = shared_api.post(operation, variables)
+        assert response.status_code < 500, response.data
+        for error in response.get_json().get("errors", []):
+            assert error["extensions"]["code"] != "INTERNAL_SERVER_ERROR", error
