@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import strawberry
 
 from db import configs
@@ -46,7 +48,7 @@ def _config_id(id: strawberry.ID) -> str:
     return arguments.text(str(id), "id")
 
 
-def _given(value):
+def _given(value: Any) -> Any:
     return None if value is strawberry.UNSET else value
 
 
