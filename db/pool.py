@@ -38,6 +38,24 @@ def connect(dsn: str, *, autocommit: bool = False, application_name: str = "webh
     return conn
 
 
+@contextlib.contextmanager
+def transaction_on(conn: Any) -> Iterator[Any]:
+    """Run the block in one transaction on `conn` and yield a cursor.
+
+    Commits when the block ends, rolls back when it raises; the block's own exception
+    (a GreenletExit from a kill, say) is never replaced by an error about the connection.
+    """
+    try:
+        with translated(), conn.cursor() as cursor:
+            yield cursor
+            conn.commit()
+    except BaseException:
+        if not conn.closed:
+            with contextlib.suppress(psycopg2.Error):
+                conn.rollback()
+        raise
+
+
 class ConnectionPool:
     """Hand out at most `size` connections to greenlets, blocking when all are in use."""
 
@@ -67,7 +85,7 @@ class ConnectionPool:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
         """Run the block in one transaction on a pooled connection and yield its cursor."""
-        with self.connection() as conn, translated(), conn, conn.cursor() as cursor:
+        with self.connection() as conn, transaction_on(conn) as cursor:
             yield cursor
 
     def execute(self, name: str, params: Any = None) -> list[tuple]:

@@ -1,11 +1,14 @@
 """Claim due deliveries, POST them concurrently, and record the outcomes in batches.
 
-Three kinds of greenlet share one bounded set of slots (WEBHOOKS_DISPATCH_CONCURRENCY):
-the claimer fills free slots with one short claim transaction at a time; a sender per
-delivery signs and POSTs outside any transaction; the recorder writes every finished
-attempt and its state change in one set-based statement, then frees the slots. No row lock
-is held across HTTP, and a database outage stalls the pipeline without losing anything:
-results wait in memory, and claims that never get recorded go stale and are recovered.
+Three kinds of greenlet form a pipeline: the claimer keeps up to
+WEBHOOKS_DISPATCH_CONCURRENCY requests in flight, filling free send slots with one short
+claim transaction at a time; a sender per delivery signs and POSTs outside any
+transaction; the recorder writes every finished attempt and its state change in one
+set-based statement. A send slot frees as soon as its response is in, so database latency
+does not idle the HTTP side; claimed-but-unrecorded deliveries are bounded too (twice the
+concurrency). No row lock is held across HTTP, and a database outage stalls the pipeline
+without losing anything: results wait in memory, and claims that never get recorded go
+stale and are recovered.
 """
 
 from __future__ import annotations
@@ -53,7 +56,9 @@ class Dispatcher:
         )
         self.rng = rng
         self.capacity = settings.dispatch_concurrency
+        self.backlog_limit = 2 * self.capacity  # claimed but not yet recorded
         self.inflight: dict[int, Claimed] = {}
+        self._sending = 0
         self._started_at: dict[int, float] = {}
         self._sends = gevent.pool.Group()
         self._results: gevent.queue.Queue = gevent.queue.Queue()
@@ -97,10 +102,10 @@ class Dispatcher:
         low_water = max(1, min(batch, self.capacity) // 4)
         failures = 0
         while self._claiming:
-            free = self.capacity - len(self.inflight)
+            free = self._free_slots()
             if free < low_water:
                 self._slot_freed.clear()
-                if self.capacity - len(self.inflight) < low_water:
+                if self._free_slots() < low_water:
                     self._slot_freed.wait()
                 continue
             limit = min(free, batch)
@@ -115,6 +120,9 @@ class Dispatcher:
             self._launch(claimed)
             if len(claimed) < limit:
                 self._idle()
+
+    def _free_slots(self) -> int:
+        return min(self.capacity - self._sending, self.backlog_limit - len(self.inflight))
 
     def _idle(self) -> None:
         """Wait for a NOTIFY, the next due time, or the poll period, whichever comes first."""
@@ -139,6 +147,7 @@ class Dispatcher:
             self.inflight[item.id] = item
             self._started_at[item.id] = now
             if item.config_active:
+                self._sending += 1
                 self._sends.spawn(self._attempt, item)
         if inactive:
             self._release(inactive, reason="config inactive")
@@ -146,6 +155,13 @@ class Dispatcher:
     # -- sending ----------------------------------------------------------------------------
 
     def _attempt(self, claimed: Claimed) -> None:
+        try:
+            self._results.put(self._send(claimed))
+        finally:
+            self._sending -= 1
+            self._slot_freed.set()
+
+    def _send(self, claimed: Claimed) -> tuple[Claimed, Response | None, AttemptResult | None]:
         try:
             body = outgoing.body(claimed)
             headers = outgoing.headers(claimed, body)
@@ -159,9 +175,8 @@ class Dispatcher:
         except Exception:
             log.exception("attempt crashed; handing the delivery back",
                           extra={"delivery_id": claimed.id})
-            self._results.put((claimed, None, None))
-            return
-        self._results.put((claimed, response, result))
+            return claimed, None, None
+        return claimed, response, result
 
     # -- recording --------------------------------------------------------------------------
 

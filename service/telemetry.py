@@ -7,6 +7,7 @@ Prometheus registry so several can live side by side (tests, `webhooks dev`).
 from __future__ import annotations
 
 import contextlib
+import random
 from collections.abc import Callable, Iterator
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
@@ -17,7 +18,7 @@ from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, V
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.process_collector import ProcessCollector
 
@@ -36,8 +37,9 @@ class Telemetry:
                                     "webhooks.role": role})
         self.registry = CollectorRegistry()
         ProcessCollector(registry=self.registry)
-        reader = PrometheusMetricReader(registry=self.registry)
+        reader = PrometheusMetricReader(registry=self.registry, scope_info_enabled=False)
         readers = [reader]
+        self.exporting = bool(otlp_endpoint)
         self._tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
         if otlp_endpoint:
             readers.append(_otlp_metric_reader(otlp_endpoint))
@@ -68,6 +70,8 @@ class Telemetry:
             "webhooks_rejected_events_total", description="Broker messages quarantined")
         self._ingested = meter.create_counter(
             "webhooks_ingested_events_total", description="Events stored, by source")
+        self._deleted = meter.create_counter(
+            "webhooks_retention_deleted_total", description="Rows deleted by retention")
         self._queue_depth_source: Callable[[], int] | None = None
         meter.create_observable_gauge(
             "webhooks_retry_queue_depth", callbacks=[self._observe_queue_depth],
@@ -95,13 +99,26 @@ class Telemetry:
         if count:
             self._ingested.add(count, {"source": source})
 
+    def deleted(self, kind: str, count: int) -> None:
+        if count:
+            self._deleted.add(count, {"kind": kind})
+
     def measure_queue_depth(self, source: Callable[[], int]) -> None:
         """Read the queue-depth gauge from `source` (a database count) at each scrape."""
         self._queue_depth_source = source
 
     @contextlib.contextmanager
     def attempt_span(self, attributes: dict[str, str | int]) -> Iterator[tuple[Span, dict]]:
-        """Trace one attempt; yield its span and the headers (`traceparent`) carrying it."""
+        """Trace one attempt; yield its span and the headers (`traceparent`) carrying it.
+
+        Without an exporter no span is recorded anywhere, so none is built: the endpoint
+        still gets a fresh, valid, unsampled `traceparent` to correlate its own logs.
+        """
+        if not self.exporting:
+            trace_id = random.getrandbits(128) or 1
+            span_id = random.getrandbits(64) or 1
+            yield INVALID_SPAN, {"traceparent": f"00-{trace_id:032x}-{span_id:016x}-00"}
+            return
         with self.tracer.start_as_current_span(
             "webhook.attempt", kind=SpanKind.CLIENT, attributes=attributes
         ) as span:

@@ -17,6 +17,7 @@ from db import deliveries
 from db.pool import ConnectionPool
 from service.dispatcher import Dispatcher
 from service.recovery import recover_stale_claims
+from service.retention import apply_retention
 from service.settings import Settings
 from service.status_server import StatusServer
 from service.telemetry import Telemetry
@@ -59,6 +60,11 @@ class Worker:
             lambda: recover_stale_claims(self.pool, timeout=self.settings.claim_timeout,
                                          telemetry=self.telemetry),
         ))
+        if self.settings.retention_period > 0:
+            self._greenlets.append(gevent.spawn(
+                _every, self.settings.retention_period, "retention",
+                lambda: apply_retention(self.pool, self.settings, self.telemetry),
+            ))
         if self.status_server:
             self.status_server.start()
         log.info("worker started", extra={"worker": self.name,

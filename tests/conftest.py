@@ -127,14 +127,13 @@ def make(pool) -> Factories:
 @pytest.fixture
 def start_worker(settings):
     """Start in-process workers with `settings` plus overrides; all stop at teardown."""
-    from service.telemetry import Telemetry
     from service.worker import Worker
 
     workers = []
 
     def start(**overrides):
         worker_settings = settings.replace(**overrides) if overrides else settings
-        worker = Worker(worker_settings, telemetry=Telemetry())
+        worker = Worker(worker_settings)
         worker.start()
         workers.append(worker)
         return worker

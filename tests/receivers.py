@@ -34,7 +34,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b"ok"
     delay: float = 0.0  # seconds before answering
-    action: str = "reply"  # reply | reset | close | hang | raw | endless | slow_body
+    action: str = "reply"  # reply | reset | close | hang | raw | endless | slow_body |
+    #                        huge_length | endless_headers | long_header
     raw: bytes = b""  # sent verbatim when action is "raw"
 
 
@@ -129,6 +130,19 @@ def _send(sock: socket.socket, reply: Reply) -> bool:
         sock.sendall(reply.raw)
         return False
     headers = dict(reply.headers)
+    if reply.action == "huge_length":
+        sock.sendall(_head(reply.status, {**headers, "Content-Length": str(10 * 1024**3)})
+                     + b"x" * 1024)
+        gevent.sleep(3600)
+        return False
+    if reply.action == "endless_headers":
+        sock.sendall(b"HTTP/1.1 200 OK\r\n")
+        while True:
+            sock.sendall(b"X-Padding: " + b"y" * 100 + b"\r\n")
+    if reply.action == "long_header":
+        sock.sendall(b"HTTP/1.1 200 OK\r\nX-Long: ")
+        while True:
+            sock.sendall(b"z" * 65536)
     if reply.action == "endless":
         sock.sendall(_head(reply.status, {**headers, "Content-Length": str(10 * 1024**3)}))
         chunk = b"x" * 65536

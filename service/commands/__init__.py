@@ -1,3 +1,3 @@
 """The subcommands of `webhooks`; importing this package registers them."""
 
-from service.commands import dev, migrate, run, tokens  # noqa: F401
+from service.commands import backfill, dev, migrate, run, tokens  # noqa: F401

@@ -1,0 +1,135 @@
+"""Run the benchmarks side by side: `python -m bench [SCENARIO ...] [--quick]`.
+
+Starts everything on 127.0.0.1 (embedded PostgreSQL with fsync on, a receiver process,
+worker processes), runs each scenario for a bounded time, prints a table and writes JSON to
+bench/results/. Scenarios: dispatch, ceiling, peers, polling, ingest, latency, backlog.
+"""
+
+from service.patch import patch
+
+patch()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from dataclasses import asdict, replace  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from bench import environment as env  # noqa: E402
+from bench import scenarios  # noqa: E402
+
+ALL = ("ceiling", "dispatch", "peers", "polling", "ingest", "latency", "backlog")
+RESULTS = Path(__file__).with_name("results")
+
+
+def run(names: list[str], sizes: scenarios.Sizes, progress) -> dict:
+    results: dict = {"machine": machine(), "sizes": asdict(sizes), "scenarios": {}}
+    out = results["scenarios"]
+    with env.postgres() as pg:
+        for name in names:
+            progress(f"running {name} ...")
+            started = time.monotonic()
+            if name == "ceiling":
+                out["ceiling"] = scenarios.ceiling(sizes, mode="session")
+                out["ceiling_sender"] = scenarios.ceiling(sizes, mode="sender")
+            elif name == "dispatch":
+                for workers in (1, 2, 4):
+                    out[f"dispatch_{workers}"] = scenarios.dispatch(pg, sizes, workers=workers)
+            elif name == "peers":
+                from bench import peers
+                out.update(peers.run(pg, sizes))
+            elif name == "polling":
+                out["polling"] = scenarios.polling_design(pg, sizes)
+            elif name == "ingest":
+                from bench import ingest
+                out.update(ingest.scenario(pg, sizes))
+            elif name == "latency":
+                out["latency"] = scenarios.latency(pg, sizes)
+            elif name == "backlog":
+                out["backlog"] = scenarios.backlog(pg, sizes)
+            progress(f"  {name} done in {time.monotonic() - started:.0f}s")
+    results["ratios"] = ratios(out)
+    return results
+
+
+def ratios(out: dict) -> dict:
+    """Return the comparisons the targets are stated in, where both sides were measured."""
+    def rate(key):
+        return out.get(key, {}).get("per_second")
+
+    pairs = {
+        "dispatch_vs_ceiling": ("dispatch_1", "ceiling"),
+        "dispatch_vs_sender_ceiling": ("dispatch_1", "ceiling_sender"),
+        "dispatch_vs_celery": ("dispatch_1", "celery"),
+        "dispatch_vs_procrastinate": ("dispatch_1", "procrastinate"),
+        "dispatch_vs_polling": ("dispatch_1", "polling"),
+        "backlog_vs_dispatch": ("backlog", "dispatch_1"),
+    }
+    found = {}
+    for name, (top, bottom) in pairs.items():
+        if rate(top) and rate(bottom):
+            found[name] = round(rate(top) / rate(bottom), 3)
+    return found
+
+
+def table(results: dict) -> str:
+    lines = [f"{'scenario':<22} {'result':>14}  details", "-" * 78]
+    for name, values in results["scenarios"].items():
+        if "per_second" in values:
+            main = f"{values['per_second']:,.1f}/s"
+        elif "p99_ms" in values:
+            main = f"p99 {values['p99_ms']} ms"
+        else:
+            main = ""
+        details = ", ".join(f"{k}={v}" for k, v in values.items()
+                            if k not in ("per_second",))
+        lines.append(f"{name:<22} {main:>14}  {details}")
+    lines.append("-" * 78)
+    for name, value in results["ratios"].items():
+        lines.append(f"{name:<36} {value:>8.3f}")
+    return "\n".join(lines)
+
+
+def machine() -> dict:
+    return {"python": platform.python_version(), "platform": platform.platform(),
+            "cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scenarios", nargs="*", default=["all"],
+                        help=f"any of {', '.join(ALL)} (default: all)")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes and ~1 s per scenario: a smoke test, not a measure")
+    parser.add_argument("--seconds", type=float, help="length of timed scenarios")
+    parser.add_argument("--deliveries", type=int, help="pre-filled backlog for dispatch")
+    args = parser.parse_args()
+    names = list(ALL) if "all" in args.scenarios else args.scenarios
+    unknown = set(names) - set(ALL)
+    if unknown:
+        parser.error(f"unknown scenario(s): {', '.join(sorted(unknown))}")
+    sizes = scenarios.QUICK if args.quick else scenarios.Sizes()
+    if args.seconds:
+        sizes = replace(sizes, seconds=args.seconds)
+    if args.deliveries:
+        sizes = replace(sizes, deliveries=args.deliveries)
+
+    def progress(text):
+        print(text, file=sys.stderr, flush=True)
+
+    results = run(names, sizes, progress)
+    print(table(results))
+    RESULTS.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for path in (RESULTS / f"{stamp}.json", RESULTS / "latest.json"):
+        path.write_text(json.dumps(results, indent=2))
+    progress(f"results written to {RESULTS / 'latest.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

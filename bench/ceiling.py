@@ -1,0 +1,74 @@
+"""The raw ceiling: a gevent pool of `requests` POSTs with no database, same concurrency.
+
+`python -m bench.ceiling --url URL --concurrency 50 --seconds 10 [--mode session|sender]`
+prints one JSON object with the POSTs per second reached. `session` is plain
+`requests.Session.post`, as a Python team would write it; `sender` is the dispatcher's own
+HTTP path (service/sender.py) with no database around it. Bodies and headers are shaped
+like real deliveries.
+"""
+
+from gevent import monkey
+
+monkey.patch_all()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import gevent  # noqa: E402
+import gevent.pool  # noqa: E402
+import requests  # noqa: E402
+from requests.adapters import HTTPAdapter  # noqa: E402
+
+from service.sender import Sender  # noqa: E402
+from service.signing import headers as signature_headers  # noqa: E402
+
+SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--mode", choices=("session", "sender"), default="session")
+    args = parser.parse_args()
+    sender = Sender(timeout=30, concurrency=args.concurrency, allow_private=True)
+    session = requests.Session()
+    session.trust_env = False
+    adapter = HTTPAdapter(pool_connections=args.concurrency, pool_maxsize=args.concurrency,
+                          max_retries=0)
+    session.mount("http://", adapter)
+    body = json.dumps({"id": "evt", "type": "bench", "timestamp": "2026-01-01T00:00:00Z",
+                       "data": {"n": 1, "text": "x" * 100}}).encode()
+    done = 0
+    deadline = time.monotonic() + args.seconds
+
+    def post_forever() -> None:
+        nonlocal done
+        while time.monotonic() < deadline:
+            headers = {"Content-Type": "application/json", **signature_headers(
+                [SECRET], str(done), int(time.time()), body)}
+            if args.mode == "sender":
+                sender.post(args.url, body, headers)
+            else:
+                response = session.post(args.url, data=body, headers=headers, timeout=30,
+                                        allow_redirects=False, stream=True)
+                for _ in response.raw.stream(16384, decode_content=False):
+                    pass
+                response.close()
+            done += 1
+
+    started = time.monotonic()
+    pool = gevent.pool.Pool(args.concurrency)
+    for _ in range(args.concurrency):
+        pool.spawn(post_forever)
+    pool.join()
+    elapsed = time.monotonic() - started
+    print(json.dumps({"posts": done, "seconds": elapsed, "posts_per_second": done / elapsed}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+-- delete_expired_succeeded --
+-- Delete a bounded batch of succeeded deliveries older than the age (their attempts go with them); return their event ids
+WITH doomed AS (
+    SELECT id
+    FROM deliveries
+    WHERE status = 'succeeded' AND updated_at < now() - make_interval(secs => %(age)s)
+    ORDER BY updated_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM deliveries d
+USING doomed
+WHERE d.id = doomed.id AND d.status = 'succeeded'
+RETURNING d.event_id
+
+-- delete_expired_finished --
+-- Delete a bounded batch of failed and cancelled deliveries older than the age (their attempts go with them); return their event ids
+WITH doomed AS (
+    SELECT id
+    FROM deliveries
+    WHERE status IN ('failed', 'cancelled')
+      AND updated_at < now() - make_interval(secs => %(age)s)
+    ORDER BY updated_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM deliveries d
+USING doomed
+WHERE d.id = doomed.id AND d.status IN ('failed', 'cancelled')
+RETURNING d.event_id
+
+-- delete_orphan_events --
+-- Delete the given events once no delivery refers to them
+DELETE FROM events e
+WHERE e.id = ANY(%(ids)s::text[])
+  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+
+-- delete_old_undelivered_events --
+-- Delete a bounded batch of events older than the age that never had (or no longer have) deliveries
+WITH doomed AS (
+    SELECT e.id
+    FROM events e
+    WHERE e.created_at < now() - make_interval(secs => %(age)s)
+      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+    ORDER BY e.created_at
+    LIMIT %(limit)s
+)
+DELETE FROM events e
+USING doomed
+WHERE e.id = doomed.id AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+
+-- delete_expired_replay_requests --
+-- Forget replay idempotency records older than their memory
+DELETE FROM replay_requests
+WHERE created_at < now() - make_interval(secs => %(age)s)
+
+-- try_retention_lock --
+-- Take the retention lock for this session if no other worker holds it
+SELECT pg_try_advisory_lock(7245102)
+
+-- release_retention_lock --
+-- Release the retention lock of this session
+SELECT pg_advisory_unlock(7245102)

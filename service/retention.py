@@ -1,0 +1,36 @@
+"""The worker's retention job: delete old terminal deliveries on a schedule (SPEC §9)."""
+
+from __future__ import annotations
+
+import logging
+
+import gevent
+
+from db import retention
+from db.pool import ConnectionPool
+from service.telemetry import Telemetry
+
+log = logging.getLogger("webhooks.retention")
+
+
+def apply_retention(pool: ConnectionPool, settings, telemetry: Telemetry) -> retention.Deleted:
+    """Run one retention pass with the ages of `settings`; log and count what went."""
+    deleted = retention.run(
+        pool,
+        succeeded_age=settings.retention_succeeded,
+        finished_age=settings.retention_failed,
+        pause=gevent.idle,
+    )
+    if deleted.skipped:
+        log.info("retention skipped: another worker is running it")
+        return deleted
+    telemetry.deleted("succeeded", deleted.succeeded)
+    telemetry.deleted("failed_or_cancelled", deleted.finished)
+    telemetry.deleted("events", deleted.events)
+    if deleted.succeeded or deleted.finished or deleted.events:
+        log.info("retention pass", extra={
+            "deleted_succeeded": deleted.succeeded, "deleted_failed_or_cancelled":
+            deleted.finished, "deleted_events": deleted.events,
+            "deleted_replay_requests": deleted.replay_requests,
+        })
+    return deleted
