@@ -30,6 +30,7 @@ from graphql_schema.errors import (
     log,
 )
 
+MAX_JSON_DEPTH = 128  # nesting of a request's JSON (a payload nests 3 levels below the top)
 UNAUTHENTICATED_MESSAGE = (
     "send a valid token: Authorization: Bearer <token> (missing, unknown or revoked)"
 )
@@ -46,6 +47,19 @@ class GraphQLView(StrawberryView):
                  **options: Any) -> None:
         super().__init__(schema, **options)
         self._context_for = context_for
+
+    def decode_json(self, data: str | bytes) -> object:
+        """Decode a request's JSON, raw newlines in strings allowed (as `curl -d '…'` sends)."""
+        too_deep_message = f"the request's JSON nests more than {MAX_JSON_DEPTH} levels"
+        try:
+            value = json.loads(data, strict=False)
+        except RecursionError:
+            raise StrawberryHTTPException(400, too_deep_message) from None
+        if not isinstance(value, (dict, list)):
+            raise StrawberryHTTPException(400, "the request's JSON must be an object")
+        if too_deep(value, MAX_JSON_DEPTH):
+            raise StrawberryHTTPException(400, too_deep_message)
+        return value
 
     def get_context(self, request: Request, response: Response) -> Context:
         return self._context_for(request)
@@ -84,3 +98,17 @@ def failure(status: int, code: str, message: str) -> Response:
     """Return a GraphQL-shaped error response for a request the schema did not run."""
     body = {"data": None, "errors": [{"message": message, "extensions": {"code": code}}]}
     return Response(json.dumps(body), status=status, content_type="application/json")
+
+
+def too_deep(value: object, limit: int) -> bool:
+    """Return whether lists and objects nest more than `limit` levels in `value`."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            pending.extend((child, depth + 1) for child in children
+                           if isinstance(child, (dict, list)))
+    return False

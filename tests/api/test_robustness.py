@@ -52,12 +52,40 @@ def test_wrongly_typed_variables_are_bad_input(shared_api, query, variables):
     ('[{"query": "{ stats { queueDepth } }"}]', "application/json"),
     ("query=x", "text/plain"),
     ("{}", "application/json"),
+    ("5", "application/json"),
+    ("null", "application/json"),
+    ('"text"', "application/json"),
+    ("[" * 100_000, "application/json"),
+    ('{"query": "{ stats { queueDepth } }", "variables": {"v": ' + "[" * 200 + "]" * 200 + "}}",
+     "application/json"),
 ])
 def test_malformed_http_requests_get_a_coded_error_not_a_500(shared_api, body, content_type):
     response = shared_api.client.post("/graphql", data=body, content_type=content_type,
                                       headers={"Authorization": f"Bearer {shared_api.token}"})
     assert 400 <= response.status_code < 500
     assert response.get_json()["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+def test_json_with_raw_newlines_in_strings_is_accepted_as_curl_sends_it(shared_api):
+    body = '{"query": "{ stats {\n queueDepth } }"}'
+    response = shared_api.client.post("/graphql", data=body, content_type="application/json",
+                                      headers={"Authorization": f"Bearer {shared_api.token}"})
+    assert response.get_json() == {"data": {"stats": {"queueDepth": 0}}}
+
+
+def test_a_deeply_nested_payload_is_refused_and_a_nested_one_accepted(api, make):
+    make.config()
+    publish = "mutation ($p: JSON!) { publishEvent(input: {type: \"t\", payload: $p}) { eventId } }"
+    nested = []
+    for _ in range(120):
+        nested = [nested]
+    assert api.data(publish, {"p": nested})["publishEvent"]["eventId"]
+    for _ in range(10):
+        nested = [nested]
+    error = api.error(publish, {"p": nested})
+    assert error["extensions"]["code"] == "BAD_USER_INPUT" and "128" in error["message"]
+    deep_variables = "query ($v: [[[DeliveryStatus!]]]) { stats { queueDepth } }"
+    assert api.code(deep_variables, {"v": [[["LOST"]]]}) == "BAD_USER_INPUT"
 
 
 def test_other_methods_are_refused(client, operator_token):
