@@ -9,8 +9,6 @@ import strawberry
 
 from db.pool import ConnectionPool
 
-ROLES = ("viewer", "operator")
-
 
 class Telemetry(Protocol):
     """The metrics the API records (service/telemetry.Telemetry has these methods)."""

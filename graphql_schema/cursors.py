@@ -13,9 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from db.errors import InvalidInput
+from graphql_schema.arguments import MAX_ID
 
 MAX_CURSOR_LENGTH = 1000
-MAX_POSITION = 2**63 - 1
 
 
 def encode(listing: str, **position: Any) -> str:
@@ -43,7 +43,7 @@ def id_after(listing: str, cursor: str | None) -> int | None:
     if cursor is None:
         return None
     position = decode(listing, cursor).get("id")
-    if type(position) is not int or not 0 < position <= MAX_POSITION:
+    if type(position) is not int or not 0 < position <= MAX_ID:
         raise InvalidInput("after: not a cursor of this listing; pass an endCursor as is")
     return position
 
