@@ -17,6 +17,10 @@ class DatabaseUnavailable(DatabaseError):
     """The database cannot be reached or dropped the connection; retrying later may work."""
 
 
+class InvalidData(DatabaseError):
+    """The database refused a value as malformed (SQLSTATE class 22); retrying cannot help."""
+
+
 class UniqueViolation(DatabaseError):
     """A row with the same unique key already exists."""
 
@@ -42,6 +46,8 @@ def translated() -> Iterator[None]:
         raise DatabaseUnavailable(_message(error)) from error
     except psycopg2.errors.UniqueViolation as error:
         raise UniqueViolation(_message(error)) from error
+    except psycopg2.DataError as error:
+        raise InvalidData(_message(error)) from error
     except psycopg2.Error as error:
         raise DatabaseError(_message(error)) from error
 

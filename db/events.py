@@ -51,13 +51,25 @@ def new_event(
         raise InvalidInput(f"id: longer than {MAX_ID_LENGTH} characters")
     if "\x00" in id or "\x00" in type:
         raise InvalidInput("id and type must not contain NUL characters")
+    if not (_is_unicode(id) and _is_unicode(type)):
+        raise InvalidInput("id and type must be valid Unicode (no lone surrogates)")
     try:
         text = encode_payload(payload)
     except (TypeError, ValueError) as error:
         raise InvalidInput(f"payload: not representable as JSON ({error})") from None
+    except RecursionError:
+        raise InvalidInput("payload: nested too deeply") from None
     if len(text) > max_payload:
         raise InvalidInput(f"payload: {len(text)} bytes is over the limit of {max_payload} bytes")
     return NewEvent(id=id, type=type, payload=text, occurred_at=occurred_at)
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def ingest(cursor: Any, events: Sequence[NewEvent], *, source: str) -> IngestCounts:

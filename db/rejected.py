@@ -34,10 +34,10 @@ class RejectedEvent:
     created_at: datetime
 
 
-def store(cursor: Any, rejections: Sequence[Rejection]) -> None:
-    """Quarantine `rejections` within the caller's transaction (idempotent per position)."""
+def store(cursor: Any, rejections: Sequence[Rejection]) -> list[Rejection]:
+    """Quarantine `rejections` in the caller's transaction; return those not already stored."""
     if not rejections:
-        return
+        return []
     cursor.execute(
         QUERIES["insert_rejected_events"],
         {
@@ -48,6 +48,8 @@ def store(cursor: Any, rejections: Sequence[Rejection]) -> None:
             "raws": [r.raw for r in rejections],
         },
     )
+    new = set(cursor.fetchall())
+    return [r for r in rejections if (r.topic, r.partition, r.offset) in new]
 
 
 def page(pool: ConnectionPool, *, limit: int, after_id: int | None = None) -> list[RejectedEvent]:

@@ -37,6 +37,7 @@ log = logging.getLogger("webhooks.dispatcher")
 
 RECORD_BATCH = 500  # most attempts written by one record statement
 DATABASE_RETRY_CAP = 5.0  # seconds, longest pause between retries of a failed database call
+FLUSH_RESERVE = 3.0  # seconds of the shutdown grace kept to record results and hand back claims
 _STOP = object()
 
 
@@ -75,20 +76,29 @@ class Dispatcher:
         """Claim now: new deliveries may be due (called on NOTIFY)."""
         self._wakeup.set()
 
-    def stop(self, timeout: float) -> None:
-        """Stop claiming, let in-flight attempts finish for `timeout` s, hand back the rest."""
+    def stop_claiming(self) -> None:
+        """Take no new work; what is in flight carries on."""
         self._claiming = False
         self._wakeup.set()
         self._slot_freed.set()
+
+    def stop(self, timeout: float) -> None:
+        """Stop claiming, let in-flight attempts finish, record them and hand back the rest.
+
+        Everything happens within `timeout` seconds; the last FLUSH_RESERVE of them are kept
+        for recording results and handing back unfinished claims.
+        """
+        deadline = time.monotonic() + timeout
+        self.stop_claiming()
         claimer, recorder = self._greenlets or (None, None)
         if claimer:
-            claimer.join(timeout=min(timeout, 5))
+            claimer.join(timeout=1)
             claimer.kill()
-        self._sends.join(timeout=timeout)
-        self._sends.kill(block=True, timeout=2)
+        self._sends.join(timeout=max(0.0, deadline - time.monotonic() - FLUSH_RESERVE))
+        self._sends.kill(block=True, timeout=1)
         if recorder:
             self._results.put(_STOP)
-            recorder.join(timeout=10)
+            recorder.join(timeout=max(1.0, deadline - time.monotonic()))
             recorder.kill()
         unfinished = list(self.inflight.values())
         if unfinished:

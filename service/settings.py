@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,6 +182,14 @@ class Settings:
         "KAFKA_TOPICS", "webhooks", _csv, "comma-separated topics to consume"
     )
     kafka_group_id: str = _setting("KAFKA_GROUP_ID", "webhooks", _text, "consumer group")
+    kafka_batch_size: int = _setting(
+        "WEBHOOKS_KAFKA_BATCH_SIZE", "500", _int(1, 100_000),
+        "most broker messages read and stored in one transaction",
+    )
+    kafka_session_timeout: float = _setting(
+        "WEBHOOKS_KAFKA_SESSION_TIMEOUT", "6s", parse_duration,
+        "consumer-group session: a silent worker's partitions move to others after it",
+    )
 
     @classmethod
     def load(
@@ -233,6 +242,14 @@ class Settings:
             )
         if self.max_payload <= 0:
             raise SettingsError("WEBHOOKS_MAX_PAYLOAD: must be greater than 0")
+        if self.kafka_bootstrap_servers and not self.kafka_topics:
+            raise SettingsError("KAFKA_TOPICS: name at least one topic to consume")
+        for topic in self.kafka_topics:
+            if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", topic):
+                raise SettingsError(f"KAFKA_TOPICS: {topic!r} is not a Kafka topic name "
+                                    "(letters, digits, '.', '_', '-'; at most 249)")
+        if self.kafka_session_timeout < 1:
+            raise SettingsError("WEBHOOKS_KAFKA_SESSION_TIMEOUT: must be at least 1s")
 
     def replace(self, **changes: Any) -> Settings:
         """Return a copy with `changes` applied and validated."""

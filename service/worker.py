@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import socket
+import time
 import uuid
 from collections.abc import Callable
 
@@ -15,6 +16,7 @@ import gevent.event
 
 from db import deliveries
 from db.pool import ConnectionPool
+from service.consumer import STOP_GRACE, Consumer
 from service.dispatcher import Dispatcher
 from service.recovery import recover_stale_claims
 from service.retention import apply_retention
@@ -46,6 +48,8 @@ class Worker:
         self.dispatcher = Dispatcher(self.pool, settings, owner=self.name,
                                      telemetry=self.telemetry)
         self.listener = DueListener(dsn, self.dispatcher.wake) if settings.listen_notify else None
+        self.consumer = (Consumer(self.pool, settings, telemetry=self.telemetry, name=self.name)
+                         if settings.kafka_bootstrap_servers else None)
         self.status_server = (StatusServer(settings.metrics_port, self.telemetry, self.pool)
                               if settings.metrics_port else None)
         self._greenlets: list[gevent.Greenlet] = []
@@ -53,6 +57,8 @@ class Worker:
 
     def start(self) -> None:
         self.dispatcher.start()
+        if self.consumer:
+            self.consumer.start()
         if self.listener:
             self._greenlets.append(gevent.spawn(self.listener.run))
         self._greenlets.append(gevent.spawn(
@@ -76,10 +82,14 @@ class Worker:
             return
         log.info("worker stopping", extra={"worker": self.name,
                                            "inflight": len(self.dispatcher.inflight)})
+        deadline = time.monotonic() + self.settings.shutdown_timeout
+        self.dispatcher.stop_claiming()
+        if self.consumer:  # commit what is stored and leave the group, within the grace
+            self.consumer.stop(min(STOP_GRACE, _left(deadline)))
         if self.listener:
             self.listener.stop()
-        gevent.killall(self._greenlets, timeout=2)
-        self.dispatcher.stop(self.settings.shutdown_timeout)
+        gevent.killall(self._greenlets, timeout=min(2.0, _left(deadline)))
+        self.dispatcher.stop(_left(deadline))
         if self.status_server:
             self.status_server.stop()
         self.pool.close()
@@ -96,6 +106,10 @@ class Worker:
         stop_requested.wait()
         self.stop()
         return 0
+
+
+def _left(deadline: float) -> float:
+    return max(0.0, deadline - time.monotonic())
 
 
 def _every(period: float, name: str, task: Callable[[], object]) -> None:

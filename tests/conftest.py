@@ -19,7 +19,7 @@ from service import local_postgres  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from tests.factories import Factories  # noqa: E402
 
-pytest_plugins = ["tests.receivers"]
+pytest_plugins = ["tests.receivers", "tests.kafka"]
 
 
 def _admin(dsn: str, statement: str) -> None:

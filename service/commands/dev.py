@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import signal
 import sys
+import time
 from pathlib import Path
 
 import gevent
@@ -18,6 +19,7 @@ from db.migrate import migrate
 from db.pool import ConnectionPool
 from service.app import create_app
 from service.cli import EXIT_FAILED, EXIT_OK, command
+from service.local_kafka import LocalKafka, LocalKafkaError
 from service.local_postgres import LocalPostgres, LocalPostgresError, dev_base
 from service.logs import configure
 from service.settings import Settings
@@ -31,6 +33,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="where the embedded PostgreSQL keeps its data between runs "
                              "(default: .webhooks-dev in the current folder)")
+    parser.add_argument("--kafka", action="store_true",
+                        help="also run an embedded Kafka-protocol broker (tansu, in memory) "
+                             "and consume events from it")
 
 
 @command("dev", "run everything in one process on an embedded PostgreSQL", _arguments)
@@ -44,12 +49,37 @@ def run_dev(args: argparse.Namespace, settings: Settings) -> int:
     except LocalPostgresError as error:
         say(f"webhooks dev: {error}")
         return EXIT_FAILED
+    kafka = LocalKafka() if args.kafka else None
     try:
         migrate(dsn)
         settings = settings.replace(database_url=dsn, metrics_port=0)
+        if kafka:
+            settings = _start_kafka(kafka, settings)
         return _serve(settings, postgres)
+    except LocalKafkaError as error:
+        say(f"webhooks dev: {error}")
+        return EXIT_FAILED
     finally:
+        if kafka:
+            kafka.stop()
         postgres.stop()
+
+
+def _start_kafka(kafka: LocalKafka, settings: Settings) -> Settings:
+    """Start the broker and its topics; return the settings that consume them.
+
+    The broker forgets everything when it stops while the database is kept, so offsets
+    start at 0 again each run: without KAFKA_TOPICS the topic is new each run, or an event
+    without an id would be taken for the previous run's `<topic>:<partition>:<offset>`.
+    """
+    say("starting Kafka (tansu, in memory) ...")
+    kafka.start()
+    topics = settings.kafka_topics
+    if topics == Settings().kafka_topics:
+        topics = (time.strftime("webhooks-%Y%m%d-%H%M%S", time.gmtime()),)
+    for topic in topics:
+        kafka.create_topic(topic, partitions=1)
+    return settings.replace(kafka_bootstrap_servers=kafka.bootstrap, kafka_topics=topics)
 
 
 def _serve(settings: Settings, postgres: LocalPostgres) -> int:
@@ -62,12 +92,15 @@ def _serve(settings: Settings, postgres: LocalPostgres) -> int:
     server.start()
     worker = Worker(settings, telemetry=telemetry)
     worker.start()
+    kafka = (f"  Kafka       {settings.kafka_bootstrap_servers}  topic "
+             f"{','.join(settings.kafka_topics)}\n" if settings.kafka_bootstrap_servers else "")
     say(
         "\nwebhooks dev is running\n"
         f"  GraphQL     http://127.0.0.1:{server.server_port}/graphql\n"
         f"  token       {token}\n"
         "              (operator; send it as 'Authorization: Bearer <token>')\n"
         f"  PostgreSQL  {postgres.dsn}\n"
+        f"{kafka}"
         f"  health      http://127.0.0.1:{server.server_port}/healthz\n"
         "Press Ctrl-C to stop.\n"
     )

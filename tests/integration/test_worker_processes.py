@@ -1,30 +1,14 @@
 """Real `webhooks worker` processes: sharing one database, and killed mid-flight."""
 
 import collections
-import os
 import signal
-import subprocess
-import sys
 
 import gevent
 import pytest
 
 from db import events
-from tests.helpers import wait_until
+from tests.helpers import wait_until, worker_process
 from tests.receivers import Reply
-
-
-def _worker_process(database_url, **env):
-    environment = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS": "true",
-        "WEBHOOKS_METRICS_PORT": "0",
-        "WEBHOOKS_LOG_LEVEL": "warning",
-        **{key: str(value) for key, value in env.items()},
-    }
-    return subprocess.Popen([sys.executable, "-m", "service", "worker"], env=environment,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 @pytest.fixture
@@ -44,7 +28,7 @@ def test_two_workers_attempt_each_of_2000_deliveries_exactly_once(
              for n in range(2000)]
     with make.pool.transaction() as cursor:
         assert events.ingest(cursor, batch, source="api").deliveries_created == 2000
-    processes.extend(_worker_process(database_url) for _ in range(2))
+    processes.extend(worker_process(database_url) for _ in range(2))
     receiver.wait_for(2000, timeout=120)
     wait_until(lambda: make.count(
         "SELECT count(*) FROM deliveries WHERE status = 'succeeded'") == 2000, timeout=30)
@@ -76,13 +60,13 @@ def test_delivery_in_flight_when_a_worker_is_killed_is_recovered(
     _, (delivery_id,) = make.event()
     settings = {"WEBHOOKS_CLAIM_TIMEOUT": "2s", "WEBHOOKS_HTTP_TIMEOUT": "1500ms",
                 "WEBHOOKS_RECOVERY_PERIOD": "250ms"}
-    doomed = _worker_process(database_url, **settings)
+    doomed = worker_process(database_url, **settings)
     processes.append(doomed)
     assert first_arrived.wait(30)
     assert make.row(delivery_id)["status"] == "delivering"
     doomed.send_signal(signal.SIGKILL)
     doomed.wait(10)
-    processes.append(_worker_process(database_url, **settings))
+    processes.append(worker_process(database_url, **settings))
     row = wait_until(lambda: (r := make.row(delivery_id))["status"] == "succeeded" and r,
                      timeout=30)
     assert row["attempt_count"] == 1
@@ -102,7 +86,7 @@ def test_sigterm_lets_inflight_attempts_finish_and_exits_0(
     receiver = receiver_factory(respond)
     make.config(endpoint=receiver.url)
     _, (delivery_id,) = make.event()
-    worker = _worker_process(database_url)
+    worker = worker_process(database_url)
     processes.append(worker)
     assert arrived.wait(30)
     worker.send_signal(signal.SIGTERM)
@@ -122,7 +106,7 @@ def test_sigterm_hands_back_attempts_that_outlive_the_grace(
     receiver = receiver_factory(respond)
     make.config(endpoint=receiver.url)
     _, (delivery_id,) = make.event()
-    worker = _worker_process(database_url, WEBHOOKS_SHUTDOWN_TIMEOUT="500ms")
+    worker = worker_process(database_url, WEBHOOKS_SHUTDOWN_TIMEOUT="500ms")
     processes.append(worker)
     assert arrived.wait(30)
     worker.send_signal(signal.SIGTERM)

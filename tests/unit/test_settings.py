@@ -123,3 +123,31 @@ def test_database_url_is_required_where_needed():
     with pytest.raises(SettingsError, match="DATABASE_URL"):
         Settings.load({}).require_database_url()
     assert Settings.load({"DATABASE_URL": "postgresql://x"}).require_database_url()
+
+
+def test_kafka_consumer_settings():
+    s = Settings.load({})
+    assert (s.kafka_batch_size, s.kafka_session_timeout) == (500, 6)
+    s = Settings.load({"KAFKA_BOOTSTRAP_SERVERS": "a:9092,b:9092", "KAFKA_GROUP_ID": "g",
+                       "WEBHOOKS_KAFKA_BATCH_SIZE": "50",
+                       "WEBHOOKS_KAFKA_SESSION_TIMEOUT": "2500ms"})
+    assert s.kafka_bootstrap_servers == "a:9092,b:9092"
+    assert (s.kafka_group_id, s.kafka_batch_size, s.kafka_session_timeout) == ("g", 50, 2.5)
+    assert Settings.load({}, {"kafka_batch_size": "7"}).kafka_batch_size == 7
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"WEBHOOKS_KAFKA_BATCH_SIZE": "0"}, "WEBHOOKS_KAFKA_BATCH_SIZE"),
+        ({"WEBHOOKS_KAFKA_BATCH_SIZE": "many"}, "WEBHOOKS_KAFKA_BATCH_SIZE"),
+        ({"WEBHOOKS_KAFKA_SESSION_TIMEOUT": "500ms"}, "WEBHOOKS_KAFKA_SESSION_TIMEOUT"),
+        ({"WEBHOOKS_KAFKA_SESSION_TIMEOUT": "soon"}, "WEBHOOKS_KAFKA_SESSION_TIMEOUT"),
+        ({"KAFKA_BOOTSTRAP_SERVERS": "k:9092", "KAFKA_TOPICS": " , "}, "KAFKA_TOPICS"),
+        ({"KAFKA_TOPICS": "orders,bad topic"}, "KAFKA_TOPICS: 'bad topic'"),
+        ({"KAFKA_TOPICS": "t" * 250}, "KAFKA_TOPICS"),
+    ],
+)
+def test_bad_kafka_values_name_the_setting(env, message):
+    with pytest.raises(SettingsError, match=message):
+        Settings.load(env)

@@ -1,0 +1,84 @@
+"""Kafka ingestion across workers: stopped mid-stream and restarted, or sharing one group."""
+
+import signal
+
+import gevent
+
+from tests.helpers import wait_until, worker_process
+from tests.kafka import SESSION_TIMEOUT, consumer_settings
+
+MESSAGES = 1500
+
+
+def _produce_slowly(topic, count, chunk=100, pause=0.05):
+    for start in range(0, count, chunk):
+        topic.send_many([{"type": "t", "n": n} for n in range(start, min(count, start + chunk))])
+        gevent.sleep(pause)
+
+
+def _assert_every_message_ingested_once(make, topic, fan_out):
+    with make.pool.transaction() as cursor:
+        cursor.execute("SELECT id FROM events")
+        ids = [row[0] for row in cursor.fetchall()]
+    assert len(topic.sent) == MESSAGES
+    assert sorted(ids) == sorted(f"{topic.name}:{p}:{o}" for p, o in topic.sent)
+    assert make.count("SELECT count(*) FROM deliveries") == MESSAGES * fan_out
+    assert make.count("SELECT count(DISTINCT (event_id, config_id)) FROM deliveries") \
+        == MESSAGES * fan_out
+
+
+def test_a_worker_stopped_mid_stream_and_restarted_ingests_every_message_once(
+        make, receiver, topic, database_url):
+    make.config(endpoint=receiver.url, event_types=["t"])
+    make.config(endpoint=receiver.url, event_types=["t"])
+    kafka = consumer_settings(topic)
+    env = {"KAFKA_BOOTSTRAP_SERVERS": kafka["kafka_bootstrap_servers"],
+           "KAFKA_TOPICS": topic.name, "KAFKA_GROUP_ID": kafka["kafka_group_id"],
+           "WEBHOOKS_KAFKA_SESSION_TIMEOUT": f"{SESSION_TIMEOUT}s",
+           "WEBHOOKS_KAFKA_BATCH_SIZE": "50"}
+    first = worker_process(database_url, **env)
+    second = None
+    try:
+        producing = gevent.spawn(_produce_slowly, topic, MESSAGES)
+        wait_until(lambda: make.count("SELECT count(*) FROM events") >= 300, timeout=30)
+        first.send_signal(signal.SIGTERM)
+        _, err = first.communicate(timeout=30)
+        assert first.returncode == 0, err.decode()[-2000:]
+        stopped_at = make.count("SELECT count(*) FROM events")
+        assert stopped_at < MESSAGES  # stopped mid-stream
+        # A warm stop commits what it stored: the restart re-reads nothing.
+        assert sum(topic.committed(kafka["kafka_group_id"]).values()) == stopped_at
+
+        second = worker_process(database_url, **env)
+        producing.get(timeout=60)
+        wait_until(lambda: topic.committed(kafka["kafka_group_id"]) == topic.ends(), timeout=60)
+        _assert_every_message_ingested_once(make, topic, fan_out=2)
+    finally:
+        for process in (first, second):
+            if process and process.poll() is None:
+                process.kill()
+                process.communicate(timeout=10)
+
+
+def test_two_workers_share_the_partitions_and_a_rebalance_loses_nothing(
+        make, receiver, topic, start_worker):
+    make.config(endpoint=receiver.url, event_types=["t"])
+    kafka = consumer_settings(topic)
+    leaving = start_worker(**kafka, kafka_batch_size=20)
+    staying = start_worker(**kafka, kafka_batch_size=20)
+
+    def shares():
+        clients = [worker.consumer.client for worker in (leaving, staying)]
+        return all(clients) and sorted(len(c.assignment()) for c in clients) == [2, 2]
+
+    wait_until(shares, timeout=20)
+    producing = gevent.spawn(_produce_slowly, topic, MESSAGES)
+    wait_until(lambda: min(leaving.consumer.progress.events,
+                           staying.consumer.progress.events) >= 100, timeout=30)
+    leaving.stop()  # mid-stream: its partitions move to the other worker
+    producing.get(timeout=60)
+
+    wait_until(lambda: topic.committed(kafka["kafka_group_id"]) == topic.ends(), timeout=60)
+    assert len(staying.consumer.client.assignment()) == 4
+    _assert_every_message_ingested_once(make, topic, fan_out=1)
+    assert leaving.consumer.progress.events + staying.consumer.progress.events == MESSAGES
