@@ -25,6 +25,10 @@ def text(value: str | None, field: str) -> str | None:
         return None
     if "\x00" in value:
         raise InvalidInput(f"{field}: must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{field}: must be valid Unicode (no lone surrogates)") from None
     if len(value) > MAX_TEXT_LENGTH:
         raise InvalidInput(f"{field}: longer than {MAX_TEXT_LENGTH} characters")
     return value

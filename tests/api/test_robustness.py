@@ -88,6 +88,20 @@ def test_a_deeply_nested_payload_is_refused_and_a_nested_one_accepted(api, make)
     assert api.code(deep_variables, {"v": [[["LOST"]]]}) == "BAD_USER_INPUT"
 
 
+@pytest.mark.parametrize("query", [
+    "query ($v: String) { deliveries(filter: {eventType: $v}) { edges { cursor } } }",
+    "query ($v: ID!) { config(id: $v) { id } }",
+    "mutation ($v: String) { createConfig(input: {endpoint: \"https://e.com\", "
+    "eventTypes: [\"a\"], name: $v}) { secret } }",
+    "mutation ($v: String!) { createConfig(input: {endpoint: \"https://e.com\", "
+    "eventTypes: [$v]}) { secret } }",
+    "mutation ($v: String!) { publishEvent(input: {type: $v, payload: 1}) { eventId } }",
+    "mutation ($v: ID!) { deleteConfig(id: $v) { cancelledDeliveries } }",
+])
+def test_lone_surrogates_are_bad_input(shared_api, query):
+    assert shared_api.code(query, {"v": "a\ud800b"}) == "BAD_USER_INPUT"
+
+
 def test_other_methods_are_refused(client, operator_token):
     response = client.put("/graphql", json={"query": STATS},
                           headers={"Authorization": f"Bearer {operator_token}"})
@@ -181,7 +195,8 @@ def test_expected_errors_are_not_logged_as_faults(shared_api, caplog):
     assert caplog.text == ""
 
 
-_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
+_text = st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from("\x00\ud800\udfff"),
+                max_size=40)
 _json = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | _text,
                      lambda inner: st.lists(inner, max_size=3)
                      | st.dictionaries(_text, inner, max_size=3), max_leaves=6)
