@@ -10,7 +10,14 @@ import logging
 
 from graphql import GraphQLError
 
-from db.errors import Conflict, DatabaseUnavailable, InvalidInput, NotEligible, NotFound
+from db.errors import (
+    Conflict,
+    DatabaseUnavailable,
+    InvalidData,
+    InvalidInput,
+    NotEligible,
+    NotFound,
+)
 
 NOT_FOUND = "NOT_FOUND"
 NOT_ELIGIBLE = "NOT_ELIGIBLE"
@@ -23,6 +30,7 @@ INTERNAL_SERVER_ERROR = "INTERNAL_SERVER_ERROR"  # a fault of ours, logged with 
 
 EXPECTED = (
     (InvalidInput, BAD_USER_INPUT),
+    (InvalidData, BAD_USER_INPUT),  # a value the database refused as malformed
     (NotFound, NOT_FOUND),
     (NotEligible, NOT_ELIGIBLE),
     (Conflict, IDEMPOTENCY_CONFLICT),
