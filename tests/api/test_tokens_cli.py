@@ -79,3 +79,13 @@ def test_a_name_in_use_is_refused_until_revoked(capsys, database_url):
     assert code == 2 and out == "" and "revoke it first" in err
     assert run(capsys, database_url, "revoke", "x")[0] == 0
     assert run(capsys, database_url, "create", "--role", "operator", "--name", "x")[0] == 0
+
+
+def test_settings_flags_work_before_and_after_the_action(capsys, database_url):
+    code, _, _ = run(capsys, database_url, "create", "--role", "viewer", "--name", "before")
+    assert code == 0
+    assert main(["tokens", "create", "--role", "viewer", "--name", "after",
+                 "--database-url", database_url]) == 0
+    assert main(["tokens", "list", "--database-url", database_url]) == 0
+    out, _ = capsys.readouterr()
+    assert "before\tviewer" in out and "after\tviewer" in out
