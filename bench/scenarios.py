@@ -29,7 +29,7 @@ class Sizes:
     peer_tasks: int = 10_000
 
 
-QUICK = Sizes(deliveries=300, backlog=2_000, seconds=1.5, latency_rate=50, warmup=20,
+QUICK = Sizes(deliveries=300, backlog=2_000, seconds=1.0, latency_rate=50, warmup=0,
               peer_tasks=200)
 
 

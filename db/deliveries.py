@@ -10,7 +10,9 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
+from db.errors import NotEligible, NotFound
 from db.pool import ConnectionPool
 from db.sql import QUERIES
 
@@ -128,3 +130,83 @@ def seconds_until_next_due(pool: ConnectionPool) -> float | None:
 def queue_depth(pool: ConnectionPool, *, cap: int = 1_000_000) -> int:
     """Return the number of pending deliveries, counting at most `cap`."""
     return pool.execute("queue_depth", {"cap": cap})[0][0]
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What a replay did: `REPLAYED` (new generation) or `EXPEDITED` (due now)."""
+
+    delivery_id: int
+    action: str
+    replay_generation: int
+    next_attempt_at: datetime
+
+
+def replay(cursor: Any, delivery_id: int) -> Replay:
+    """Replay a failed delivery or expedite a pending one, within the caller's transaction.
+
+    Raises NotFound for an unknown delivery and NotEligible (saying why) for any other state,
+    or when its config is inactive or deleted.
+    """
+    cursor.execute(QUERIES["replay_delivery"], {"id": delivery_id})
+    row = cursor.fetchone()
+    if row is not None:
+        return Replay(*row[:4])
+    cursor.execute(QUERIES["replay_blocker"], {"id": delivery_id})
+    blocker = cursor.fetchone()
+    if blocker is None:
+        raise NotFound(f"delivery {delivery_id} not found")
+    status, config_active = blocker
+    if status in ("failed", "pending") and not config_active:
+        raise NotEligible(f"delivery {delivery_id} belongs to an inactive or deleted config")
+    raise NotEligible(
+        f"delivery {delivery_id} is {status}; only failed and pending deliveries can be replayed"
+    )
+
+
+@dataclass(frozen=True)
+class ReplayPage:
+    """What a bulk replay did to one page: ids replayed, expedited, and skipped with why."""
+
+    replayed: list[int]
+    expedited: list[int]
+    skipped: list[tuple[int, str]]
+    has_more: bool
+
+    @property
+    def last_id(self) -> int | None:
+        """The smallest id of the page: where the next page starts below."""
+        ids = [*self.replayed, *self.expedited, *(id for id, _ in self.skipped)]
+        return min(ids) if ids else None
+
+
+def replay_page(
+    cursor: Any,
+    *,
+    created_from: datetime,
+    created_to: datetime,
+    statuses: Sequence[str],
+    config_ids: Sequence[str] | None,
+    before_id: int | None,
+    limit: int,
+) -> ReplayPage:
+    """Replay or expedite one page of deliveries of a creation window, within a transaction."""
+    cursor.execute(QUERIES["replay_deliveries_page"], {
+        "created_from": created_from, "created_to": created_to, "statuses": list(statuses),
+        "config_ids": list(config_ids) if config_ids else None, "before_id": before_id,
+        "limit": limit,
+    })
+    rows = cursor.fetchall()
+    replayed, expedited, skipped = [], [], []
+    for id, action, status, config_active, _, _ in rows:
+        if action == "REPLAYED":
+            replayed.append(id)
+        elif action == "EXPEDITED":
+            expedited.append(id)
+        elif status not in ("failed", "pending"):
+            skipped.append((id, f"{status}: only failed and pending deliveries replay"))
+        elif not config_active:
+            skipped.append((id, "its config is inactive or deleted"))
+        else:
+            skipped.append((id, "it changed state during the replay"))
+    return ReplayPage(replayed, expedited, skipped, has_more=bool(rows) and rows[0][4])

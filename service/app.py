@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Request, Response, jsonify
 
+from db import tokens
 from db.pool import ConnectionPool
+from graphql_schema.context import Context, bearer_token
+from graphql_schema.schema import schema
+from graphql_schema.view import GraphQLView
 from service.settings import Settings
 from service.status_server import PROMETHEUS_TYPE, database_ready
 from service.telemetry import Telemetry
+
+GRAPHQL_BODY_ALLOWANCE = 64 * 1024  # bytes of a /graphql request besides the event payload
 
 
 def create_app(
@@ -24,6 +30,22 @@ def create_app(
     app = Flask("webhooks")
     app.config.update(WEBHOOKS_SETTINGS=settings, WEBHOOKS_POOL=pool,
                       WEBHOOKS_TELEMETRY=telemetry)
+
+    def graphql_context(request: Request) -> Context:
+        token = bearer_token(request.headers.get("Authorization"))
+        return Context(
+            pool=pool,
+            telemetry=telemetry,
+            max_payload=settings.max_payload,
+            secret_rotation_grace=settings.secret_rotation_grace,
+            role=tokens.role_of(pool, token) if token else None,
+            idempotency_key=request.headers.get("Idempotency-Key"),
+        )
+
+    app.add_url_rule("/graphql", view_func=GraphQLView.as_view(
+        "graphql", schema=schema, context_for=graphql_context))
+    # A GraphQL body holds at most one payload, JSON-escaped, plus the operation around it.
+    app.config["MAX_CONTENT_LENGTH"] = 2 * settings.max_payload + GRAPHQL_BODY_ALLOWANCE
 
     @app.get("/healthz")
     def healthz():

@@ -1,18 +1,19 @@
 """Claim due deliveries, POST them concurrently, and record the outcomes in batches.
 
-Three kinds of greenlet form a pipeline: the claimer keeps up to
-WEBHOOKS_DISPATCH_CONCURRENCY requests in flight, filling free send slots with one short
-claim transaction at a time; a sender per delivery signs and POSTs outside any
-transaction; the recorder writes every finished attempt and its state change in one
-set-based statement. A send slot frees as soon as its response is in, so database latency
-does not idle the HTTP side; claimed-but-unrecorded deliveries are bounded too (twice the
-concurrency). No row lock is held across HTTP, and a database outage stalls the pipeline
-without losing anything: results wait in memory, and claims that never get recorded go
-stale and are recovered.
+Three kinds of greenlet form a pipeline: the claimer keeps a queue of claimed deliveries
+ready (up to WEBHOOKS_DISPATCH_CONCURRENCY of them), refilling it with one short claim
+transaction at a time while the sends go on, so claim latency never idles the HTTP side;
+up to WEBHOOKS_DISPATCH_CONCURRENCY senders sign and POST outside any transaction, each
+taking the next ready delivery as it finishes; the recorder writes every finished attempt
+and its state change in one set-based statement. Claimed-but-unrecorded deliveries are
+bounded (three times the concurrency). No row lock is held across HTTP, and a database
+outage stalls the pipeline without losing anything: results wait in memory, and claims
+that never get recorded go stale and are recovered.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import random
 import time
@@ -60,10 +61,11 @@ class Dispatcher:
         )
         self.rng = rng
         self.capacity = settings.dispatch_concurrency
-        self.backlog_limit = 2 * self.capacity  # claimed but not yet recorded
+        self.backlog_limit = 3 * self.capacity  # claimed but not yet recorded
         # Keyed by claim, not delivery: a worker may still hold a late result of a claim that
         # went stale while it holds a new claim of the same delivery.
         self.inflight: dict[ClaimKey, Claimed] = {}
+        self._ready: collections.deque[Claimed] = collections.deque()
         self._sending = 0
         self._started_at: dict[ClaimKey, float] = {}
         self._sends = gevent.pool.Group()
@@ -82,8 +84,9 @@ class Dispatcher:
         self._wakeup.set()
 
     def stop_claiming(self) -> None:
-        """Take no new work; what is in flight carries on."""
+        """Take no new work; what is in flight carries on, what is only claimed goes back."""
         self._claiming = False
+        self._ready.clear()  # still in `inflight`: handed back when the dispatcher stops
         self._wakeup.set()
         self._slot_freed.set()
 
@@ -137,7 +140,9 @@ class Dispatcher:
                 self._idle()
 
     def _free_slots(self) -> int:
-        return min(self.capacity - self._sending, self.backlog_limit - len(self.inflight))
+        """Return how many deliveries to claim: room in the ready queue and the backlog."""
+        queued = self._sending + len(self._ready)
+        return min(2 * self.capacity - queued, self.backlog_limit - len(self.inflight))
 
     def _idle(self) -> None:
         """Wait for a NOTIFY, the next due time, or the poll period, whichever comes first."""
@@ -162,10 +167,16 @@ class Dispatcher:
             self.inflight[_key(item)] = item
             self._started_at[_key(item)] = now
             if item.config_active:
-                self._sending += 1
-                self._sends.spawn(self._attempt, item)
+                self._ready.append(item)
+        self._fill()
         if inactive:
             self._release(inactive, reason="config inactive")
+
+    def _fill(self) -> None:
+        """Start ready deliveries while send slots are free (and work is still taken)."""
+        while self._claiming and self._ready and self._sending < self.capacity:
+            self._sending += 1
+            self._sends.spawn(self._attempt, self._ready.popleft())
 
     # -- sending ----------------------------------------------------------------------------
 
@@ -175,6 +186,7 @@ class Dispatcher:
         finally:
             self._sending -= 1
             self._slot_freed.set()
+            self._fill()
 
     def _send(self, claimed: Claimed) -> tuple[Claimed, Response | None, AttemptResult | None]:
         try:

@@ -170,7 +170,9 @@ class Settings:
         "WEBHOOKS_LOG_LEVEL", "info", _choice("debug", "info", "warning", "error"), "log level"
     )
     web_concurrency: int = _setting(
-        "WEB_CONCURRENCY", "2", _int(1, 64), "gunicorn worker processes of `webhooks web`"
+        "WEB_CONCURRENCY", "1", _int(1, 64),
+        "gunicorn worker processes of `webhooks web` (each keeps its own metrics: scale the "
+        "web tier by instances, each scraped on its own)",
     )
     otlp_endpoint: str | None = _setting(
         "OTEL_EXPORTER_OTLP_ENDPOINT", None, _text, "OTLP/HTTP collector for metrics and traces"
@@ -279,7 +281,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         group.add_argument(
             *dict.fromkeys(names),
             dest=spec.name,
-            default=None,
+            default=argparse.SUPPRESS,  # absent unless given, so nested parsers can share it
             metavar=meta["env"],
             help=f"{meta['help']} (default: {default})",
         )

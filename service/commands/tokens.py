@@ -9,7 +9,7 @@ from db import tokens
 from db.errors import InvalidInput, NotFound
 from db.pool import ConnectionPool
 from service.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, command
-from service.settings import Settings
+from service.settings import Settings, add_arguments
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,9 +18,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     create.add_argument("--role", required=True, choices=tokens.ROLES,
                         help="viewer may query; operator may also mutate")
     create.add_argument("--name", required=True, help="a unique name, used to revoke it")
-    actions.add_parser("list", help="list live tokens (names and roles, never the tokens)")
+    listing = actions.add_parser("list",
+                                 help="list live tokens (names and roles, never the tokens)")
     revoke = actions.add_parser("revoke", help="revoke a token by name")
     revoke.add_argument("name")
+    for action in (create, listing, revoke):  # settings flags work after the action too
+        add_arguments(action)
 
 
 @command("tokens", "create, list or revoke API tokens", _arguments)

@@ -6,6 +6,7 @@ import psycopg2
 import pytest
 
 from db.migrate import migrate, migrations, pending
+from tests.former_model import FORMER_SCHEMA
 
 TABLES = {
     "configs", "events", "deliveries", "delivery_attempts", "replay_requests",
@@ -80,14 +81,7 @@ def test_concurrent_cli_migrations_both_succeed(empty_database_url):
 
 def test_former_model_configs_survive_the_upgrade(empty_database_url):
     former = [
-        "CREATE TABLE configs (id varchar PRIMARY KEY, endpoint varchar NOT NULL,"
-        " secret varchar NOT NULL, event_types varchar[], active boolean NOT NULL DEFAULT true,"
-        " name varchar, created_at timestamp NOT NULL DEFAULT now(),"
-        " updated_at timestamp NOT NULL DEFAULT now())",
-        "CREATE TABLE attempts (id varchar PRIMARY KEY, webhook_id varchar NOT NULL,"
-        " created_at timestamp NOT NULL, updated_at timestamp NOT NULL, config jsonb,"
-        " payload text, status_code integer, retry_attempt integer, status varchar,"
-        " next_retry_after timestamp)",
+        *FORMER_SCHEMA,
         "INSERT INTO configs VALUES ('cfg-1', 'https://a.example/hook', 'c2VjcmV0',"
         " '{order.created,order.paid}', true, 'shop', '2024-01-01', '2024-01-02')",
         "INSERT INTO configs VALUES ('cfg-2', 'https://b.example/hook', 'b3RoZXI=',"

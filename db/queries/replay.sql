@@ -1,0 +1,125 @@
+-- replay_delivery --
+-- Give a failed delivery of an active config a new generation due now (attempt count and window reset), or make a pending one due now; wake the dispatchers; return the action taken
+WITH config_now AS (
+    -- Share-locked before the delivery (the order a deactivation locks them in), so a
+    -- concurrent deactivation waits, then cancels what this made pending, or goes first.
+    SELECT id
+    FROM configs
+    WHERE id = (SELECT config_id FROM deliveries WHERE id = %(id)s)
+      AND active AND deleted_at IS NULL
+    FOR SHARE
+),
+target AS (
+    SELECT id, status, config_id
+    FROM deliveries
+    WHERE id = %(id)s AND status IN ('failed', 'pending')
+      AND config_id IN (SELECT id FROM config_now)
+    FOR UPDATE
+),
+replayed AS (
+    UPDATE deliveries d
+    SET status = 'pending',
+        replay_generation = CASE WHEN t.status = 'failed' THEN d.replay_generation + 1
+                                 ELSE d.replay_generation END,
+        attempt_count = CASE WHEN t.status = 'failed' THEN 0 ELSE d.attempt_count END,
+        generation_started_at = CASE WHEN t.status = 'failed' THEN NULL
+                                     ELSE d.generation_started_at END,
+        next_attempt_at = least(d.next_attempt_at, now()),
+        updated_at = now()
+    FROM target t
+    WHERE d.id = t.id AND d.status = t.status
+    RETURNING d.id, CASE WHEN t.status = 'failed' THEN 'REPLAYED' ELSE 'EXPEDITED' END AS action,
+              d.replay_generation, d.next_attempt_at
+),
+wake AS (
+    SELECT pg_notify('webhooks_deliveries_due', '') FROM replayed
+)
+SELECT id, action, replay_generation, next_attempt_at, (SELECT count(*) FROM wake) AS woken
+FROM replayed
+
+-- replay_blocker --
+-- Return why a delivery cannot be replayed: its status and whether its config is active and not deleted
+SELECT d.status, c.active AND c.deleted_at IS NULL AS config_active
+FROM deliveries d
+JOIN configs c ON c.id = d.config_id
+WHERE d.id = %(id)s
+
+-- lock_idempotency_key --
+-- Serialise the requests that carry one idempotency key until the end of the transaction
+SELECT pg_advisory_xact_lock(%(namespace)s, hashtext(%(key)s))
+
+-- find_idempotency_record --
+-- Return the fingerprint and result remembered for a key, if it is younger than the time to live
+SELECT request_fingerprint, result
+FROM replay_requests
+WHERE idempotency_key = %(key)s AND created_at > now() - make_interval(secs => %(ttl)s)
+
+-- remember_idempotency_record --
+-- Remember a request's result under its key, taking over an expired record, and forget other expired ones
+WITH forgotten AS (
+    DELETE FROM replay_requests
+    WHERE created_at <= now() - make_interval(secs => %(ttl)s) AND idempotency_key <> %(key)s
+)
+INSERT INTO replay_requests (idempotency_key, request_fingerprint, result)
+VALUES (%(key)s, %(fingerprint)s, %(result)s)
+ON CONFLICT (idempotency_key) DO UPDATE
+SET request_fingerprint = excluded.request_fingerprint,
+    result = excluded.result,
+    created_at = now()
+WHERE replay_requests.created_at <= now() - make_interval(secs => %(ttl)s)
+RETURNING idempotency_key
+
+-- replay_deliveries_page --
+-- Replay the failed and expedite the pending deliveries of one page (newest first, before an id cursor) of a creation window, by status and config; return each row of the page with the action taken (null: skipped), its status and whether its config is active, and whether more rows follow
+WITH page_and_next AS (
+    SELECT id, config_id, status
+    FROM deliveries
+    WHERE created_at >= %(created_from)s AND created_at < %(created_to)s
+      AND status = ANY (%(statuses)s::text[])
+      AND (%(config_ids)s::text[] IS NULL OR config_id = ANY (%(config_ids)s::text[]))
+      AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s::bigint)
+    ORDER BY id DESC
+    LIMIT %(limit)s + 1
+),
+page AS (
+    SELECT id, config_id, status FROM page_and_next ORDER BY id DESC LIMIT %(limit)s
+),
+configs_now AS (
+    -- Configs first, then deliveries: the order a deactivation locks them in.
+    SELECT id
+    FROM configs
+    WHERE id IN (SELECT config_id FROM page) AND active AND deleted_at IS NULL
+    ORDER BY id
+    FOR SHARE
+),
+target AS (
+    SELECT id, status
+    FROM deliveries
+    WHERE id IN (SELECT id FROM page) AND status IN ('failed', 'pending')
+      AND config_id IN (SELECT id FROM configs_now)
+    ORDER BY id
+    FOR UPDATE
+),
+replayed AS (
+    UPDATE deliveries d
+    SET status = 'pending',
+        replay_generation = CASE WHEN t.status = 'failed' THEN d.replay_generation + 1
+                                 ELSE d.replay_generation END,
+        attempt_count = CASE WHEN t.status = 'failed' THEN 0 ELSE d.attempt_count END,
+        generation_started_at = CASE WHEN t.status = 'failed' THEN NULL
+                                     ELSE d.generation_started_at END,
+        next_attempt_at = least(d.next_attempt_at, now()),
+        updated_at = now()
+    FROM target t
+    WHERE d.id = t.id AND d.status = t.status
+    RETURNING d.id, CASE WHEN t.status = 'failed' THEN 'REPLAYED' ELSE 'EXPEDITED' END AS action
+),
+wake AS (
+    SELECT pg_notify('webhooks_deliveries_due', '') FROM (SELECT 1 FROM replayed LIMIT 1) r
+)
+SELECT p.id, r.action, p.status, p.config_id IN (SELECT id FROM configs_now) AS config_active,
+       (SELECT count(*) FROM page_and_next) > %(limit)s AS has_more,
+       (SELECT count(*) FROM wake) AS woken
+FROM page p
+LEFT JOIN replayed r ON r.id = p.id
+ORDER BY p.id DESC

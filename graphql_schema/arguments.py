@@ -1,0 +1,47 @@
+"""Check the arguments resolvers pass on to `db/`: ids, free text and instants."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from db.errors import InvalidInput
+
+MAX_ID = 2**63 - 1  # deliveries.id is a bigint
+MAX_TEXT_LENGTH = 2048
+
+
+def delivery_id(id: str) -> int | None:
+    """Return the delivery id that `id` names, or None when it cannot name one."""
+    text = str(id).strip()
+    if not text.isascii() or not text.isdigit() or len(text) > 19:
+        return None
+    number = int(text)
+    return number if 0 < number <= MAX_ID else None
+
+
+def text(value: str | None, field: str) -> str | None:
+    """Return `value` (None stays None) if the database can store it, else raise InvalidInput."""
+    if value is None:
+        return None
+    if "\x00" in value:
+        raise InvalidInput(f"{field}: must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{field}: must be valid Unicode (no lone surrogates)") from None
+    if len(value) > MAX_TEXT_LENGTH:
+        raise InvalidInput(f"{field}: longer than {MAX_TEXT_LENGTH} characters")
+    return value
+
+
+def texts(values: list[str] | None, field: str) -> list[str] | None:
+    """Check each of `values` as `text` does."""
+    return None if values is None else [text(value, field) for value in values]
+
+
+def instant(value: datetime | None, field: str) -> datetime | None:
+    """Return `value` if it carries a UTC offset (RFC 3339), else raise InvalidInput."""
+    if value is not None and value.tzinfo is None:
+        raise InvalidInput(f"{field}: give an RFC 3339 time with an offset, e.g. "
+                           "2024-05-01T12:00:00Z")
+    return value

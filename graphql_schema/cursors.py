@@ -1,0 +1,63 @@
+"""Opaque pagination cursors: base64url of a small JSON position, tagged with its listing.
+
+A cursor that was not made here (garbage, tampered, or from another listing) is bad input,
+never a server error.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import datetime
+from typing import Any
+
+from db.errors import InvalidInput
+from graphql_schema.arguments import MAX_ID
+
+MAX_CURSOR_LENGTH = 1000
+
+
+def encode(listing: str, **position: Any) -> str:
+    """Return the cursor of `position` in `listing`."""
+    text = json.dumps({"l": listing, **position}, separators=(",", ":"), default=str)
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode(listing: str, cursor: str) -> dict[str, Any]:
+    """Return the position a cursor of `listing` holds, or raise InvalidInput."""
+    try:
+        if len(cursor) > MAX_CURSOR_LENGTH:
+            raise ValueError("too long")
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        position = json.loads(text)
+        if not isinstance(position, dict) or position.pop("l", None) != listing:
+            raise ValueError("not a cursor of this listing")
+        return position
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidInput("after: not a cursor of this listing; pass an endCursor as is") from None
+
+
+def id_after(listing: str, cursor: str | None) -> int | None:
+    """Return the id position of a cursor of `listing` (None when no cursor is given)."""
+    if cursor is None:
+        return None
+    position = decode(listing, cursor).get("id")
+    if type(position) is not int or not 0 < position <= MAX_ID:
+        raise InvalidInput("after: not a cursor of this listing; pass an endCursor as is")
+    return position
+
+
+def created_and_id_after(listing: str, cursor: str | None) -> tuple[datetime, str] | None:
+    """Return the (created_at, id) position of a cursor of `listing`, or None without one."""
+    if cursor is None:
+        return None
+    position = decode(listing, cursor)
+    try:
+        created = datetime.fromisoformat(position["createdAt"])
+        id = position["id"]
+        if created.tzinfo is None or not isinstance(id, str) or "\x00" in id:
+            raise ValueError("malformed position")
+    except (KeyError, TypeError, ValueError):
+        raise InvalidInput("after: not a cursor of this listing; pass an endCursor as is") from None
+    return created, id

@@ -1,0 +1,45 @@
+"""Mutations: publish an event, plus those of configs and replays, merged into one type."""
+
+from __future__ import annotations
+
+import uuid
+
+import strawberry
+from strawberry.scalars import JSON
+from strawberry.tools import merge_types
+
+from db import events
+from graphql_schema.access import operator_mutation
+from graphql_schema.config_mutations import ConfigMutations
+from graphql_schema.context import Info
+from graphql_schema.replay_mutations import ReplayMutations
+
+
+@strawberry.input
+class PublishEventInput:
+    type: str
+    payload: JSON = strawberry.field(description="Any JSON; sent to subscribers as `data`.")
+    id: str | None = strawberry.field(
+        default=None,
+        description="Idempotency: an id published before returns its deliveries and "
+                    "creates nothing. Generated when omitted.")
+
+
+@strawberry.type
+class PublishedEvent:
+    event_id: str
+    delivery_ids: list[strawberry.ID] = strawberry.field(
+        description="One delivery per active config subscribed to the event's type.")
+
+
+@strawberry.type
+class EventMutations:
+    @operator_mutation(description="Store an event and one delivery per subscribed config.")
+    def publish_event(self, info: Info, input: PublishEventInput) -> PublishedEvent:
+        event = events.new_event(input.id or f"evt_{uuid.uuid4().hex}", input.type,
+                                 input.payload, max_payload=info.context.max_payload)
+        ids = events.publish(info.context.pool, event, source="api")
+        return PublishedEvent(event_id=event.id, delivery_ids=[strawberry.ID(str(i)) for i in ids])
+
+
+Mutation = merge_types("Mutation", (ConfigMutations, EventMutations, ReplayMutations))

@@ -1,0 +1,195 @@
+"""Configs through the API: list, create, update, (de)activate, delete, rotate (SPEC §8)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.conftest import metric_value
+
+CONFIG_FIELDS = "id name endpoint eventTypes active createdAt updatedAt"
+CREATE = f"""
+mutation ($input: CreateConfigInput!) {{
+  createConfig(input: $input) {{ secret config {{ {CONFIG_FIELDS} }} }}
+}}"""
+LIST = f"""
+query ($active: Boolean, $first: Int, $after: String) {{
+  configs(active: $active, first: $first, after: $after) {{
+    edges {{ cursor node {{ {CONFIG_FIELDS} }} }} pageInfo {{ hasNextPage endCursor }}
+  }}
+}}"""
+ONE = f"query ($id: ID!) {{ config(id: $id) {{ {CONFIG_FIELDS} }} }}"
+
+
+def create(api, **input):
+    input = {"endpoint": "https://example.com/hook", "eventTypes": ["order.created"], **input}
+    return api.data(CREATE, {"input": input})["createConfig"]
+
+
+def test_create_returns_the_config_and_its_secret_once(api, pool):
+    created = create(api, name="billing", eventTypes=["a", "b", "a"])
+    config = created["config"]
+    assert created["secret"].startswith("whsec_")
+    assert config["name"] == "billing" and config["active"] is True
+    assert config["eventTypes"] == ["a", "b"]
+    assert api.data(ONE, {"id": config["id"]})["config"] == config
+    assert "secret" not in api.post(ONE, {"id": config["id"]}).get_data(as_text=True)
+    assert api.code(f'{{ config(id: "{config["id"]}") {{ secret }} }}') == "BAD_USER_INPUT"
+
+
+def test_create_keeps_a_given_secret_and_may_start_inactive(api):
+    secret = "whsec_" + "A" * 32
+    created = create(api, secret=secret, active=False)
+    assert created["secret"] == secret
+    assert created["config"]["active"] is False
+
+
+@pytest.mark.parametrize(("input", "word"), [
+    ({"endpoint": "ftp://example.com"}, "endpoint"),
+    ({"endpoint": "not a url"}, "endpoint"),
+    ({"endpoint": "http://"}, "endpoint"),
+    ({"endpoint": "https://user:pw@example.com"}, "endpoint"),
+    ({"endpoint": "https://example.com:99999/"}, "endpoint"),
+    ({"endpoint": "https://exa\x00mple.com"}, "endpoint"),
+    ({"endpoint": "https://example.com/" + "x" * 5000}, "endpoint"),
+    ({"eventTypes": []}, "eventTypes"),
+    ({"eventTypes": [""]}, "eventTypes"),
+    ({"eventTypes": ["a\x00"]}, "eventTypes"),
+    ({"eventTypes": ["x" * 300]}, "eventTypes"),
+    ({"secret": "not-base64!"}, "secret"),
+    ({"secret": "whsec_c2hvcnQ="}, "secret"),
+    ({"name": "a\x00"}, "name"),
+])
+def test_invalid_config_input_is_bad_input_with_a_clear_message(shared_api, input, word):
+    error = shared_api.error(CREATE, {"input": {"endpoint": "https://example.com/hook",
+                                         "eventTypes": ["a"], **input}})
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    assert word in error["message"]
+    assert shared_api.data("{ configs { edges { cursor } } }")["configs"]["edges"] == []
+
+
+def test_missing_required_input_is_bad_input(shared_api):
+    for input in ({"endpoint": "https://example.com"}, None,
+                  {"endpoint": 5, "eventTypes": ["a"]}):
+        assert shared_api.code(CREATE, {"input": input}) == "BAD_USER_INPUT"
+
+
+def test_configs_page_newest_first_and_filter_by_active(api):
+    made = [create(api, name=f"c{i}", active=i % 2 == 0)["config"]["id"] for i in range(5)]
+    seen, after = [], None
+    while True:
+        page = api.data(LIST, {"first": 2, "after": after})["configs"]
+        seen += [edge["node"]["id"] for edge in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert seen == list(reversed(made))
+    active = api.data(LIST, {"active": True})["configs"]["edges"]
+    assert [edge["node"]["id"] for edge in active] == [made[4], made[2], made[0]]
+    inactive = api.data(LIST, {"active": False})["configs"]["edges"]
+    assert [edge["node"]["id"] for edge in inactive] == [made[3], made[1]]
+
+
+@pytest.mark.parametrize("cursor", ["nope", "eyJsIjoiY29uZmlncyJ9", "eyJpZCI6MX0"])
+def test_a_bad_configs_cursor_is_bad_input(shared_api, cursor):
+    assert shared_api.code(LIST, {"after": cursor}) == "BAD_USER_INPUT"
+
+
+def test_configs_first_is_bounded(shared_api):
+    assert shared_api.code(LIST, {"first": 1001}) == "BAD_USER_INPUT"
+    assert shared_api.code(LIST, {"first": 0}) == "BAD_USER_INPUT"
+
+
+def test_update_changes_only_the_given_fields(api):
+    config = create(api, name="old")["config"]
+    update = """mutation ($id: ID!, $input: UpdateConfigInput!) {
+      updateConfig(id: $id, input: $input) { id name endpoint eventTypes } }"""
+    updated = api.data(update, {"id": config["id"],
+                                "input": {"endpoint": "https://new.example.com/h"}})
+    assert updated["updateConfig"] == {"id": config["id"], "name": "old",
+                                       "endpoint": "https://new.example.com/h",
+                                       "eventTypes": ["order.created"]}
+    updated = api.data(update, {"id": config["id"], "input": {"eventTypes": ["x", "y"]}})
+    assert updated["updateConfig"]["eventTypes"] == ["x", "y"]
+    assert updated["updateConfig"]["name"] == "old"
+    cleared = api.data(update, {"id": config["id"], "input": {"name": None}})
+    assert cleared["updateConfig"]["name"] is None
+    assert api.code(update, {"id": config["id"], "input": {"endpoint": "mailto:x"}}) == \
+        "BAD_USER_INPUT"
+    assert api.code(update, {"id": config["id"], "input": {"eventTypes": []}}) == \
+        "BAD_USER_INPUT"
+
+
+@pytest.mark.parametrize("mutation", [
+    'updateConfig(id: $id, input: {name: "x"}) { id }',
+    "activateConfig(id: $id) { id }",
+    "deactivateConfig(id: $id) { cancelledDeliveries }",
+    "deleteConfig(id: $id) { cancelledDeliveries }",
+    "rotateConfigSecret(id: $id) { secret }",
+])
+@pytest.mark.parametrize("id", ["no-such-config", "", "a\x00b", "x" * 3000])
+def test_an_unknown_config_is_not_found(shared_api, mutation, id):
+    error = shared_api.error(f"mutation ($id: ID!) {{ {mutation} }}", {"id": id})
+    assert error["extensions"]["code"] in ("NOT_FOUND", "BAD_USER_INPUT")
+    if "\x00" not in id and len(id) < 3000:
+        assert error["extensions"]["code"] == "NOT_FOUND"
+
+
+def test_an_unknown_config_query_is_null(shared_api):
+    assert shared_api.data(ONE, {"id": "nope"}) == {"config": None}
+    assert shared_api.code(ONE, {"id": "a\x00"}) == "BAD_USER_INPUT"
+
+
+def test_deactivate_cancels_pending_deliveries_and_counts_the_transitions(api, make, telemetry):
+    config = make.config()
+    pending = [make.delivery(config) for _ in range(2)]
+    failed = make.delivery(config, status="failed", next_attempt_at=None)
+    result = api.data('mutation ($id: ID!) { deactivateConfig(id: $id) { cancelledDeliveries '
+                      'config { active } } }', {"id": config.id})["deactivateConfig"]
+    assert result == {"cancelledDeliveries": 2, "config": {"active": False}}
+    assert {make.row(i)["status"] for i in pending} == {"cancelled"}
+    assert make.row(failed)["status"] == "failed"
+    assert metric_value(telemetry, "webhooks_delivery_transitions_total",
+                        **{"from": "pending", "to": "cancelled"}) == 2
+    activated = api.data('mutation ($id: ID!) { activateConfig(id: $id) { active } }',
+                         {"id": config.id})
+    assert activated == {"activateConfig": {"active": True}}
+    assert {make.row(i)["status"] for i in pending} == {"cancelled"}
+
+
+def test_a_deleted_config_disappears_but_its_deliveries_stay_inspectable(api, make):
+    config = make.config()
+    delivery_id = make.delivery(config)
+    result = api.data('mutation ($id: ID!) { deleteConfig(id: $id) { cancelledDeliveries '
+                      'config { id active } } }', {"id": config.id})["deleteConfig"]
+    assert result == {"cancelledDeliveries": 1, "config": {"id": config.id, "active": False}}
+    assert api.data(ONE, {"id": config.id}) == {"config": None}
+    assert api.data(LIST)["configs"]["edges"] == []
+    delivery = api.data('query ($id: ID!) { delivery(id: $id) { status configId } }',
+                        {"id": delivery_id})
+    assert delivery == {"delivery": {"status": "CANCELLED", "configId": config.id}}
+    assert api.code('mutation ($id: ID!) { deleteConfig(id: $id) { cancelledDeliveries } }',
+                    {"id": config.id}) == "NOT_FOUND"
+
+
+def test_rotation_returns_a_new_secret_and_keeps_the_old_one_for_the_grace(api, make, pool):
+    config = make.config()
+    old = make.secrets[config.id]
+    rotated = api.data('mutation ($id: ID!) { rotateConfigSecret(id: $id) { secret config '
+                       '{ id } } }', {"id": config.id})["rotateConfigSecret"]
+    assert rotated["secret"].startswith("whsec_") and rotated["secret"] != old
+    with pool.transaction() as cursor:
+        cursor.execute("SELECT secret, previous_secret, previous_secret_expires_at - now()"
+                       " FROM configs WHERE id = %s", (config.id,))
+        secret, previous, remaining = cursor.fetchone()
+    assert (secret, previous) == (rotated["secret"], old)
+    assert 23.9 * 3600 < remaining.total_seconds() <= 24 * 3600
+
+
+def test_rotation_to_a_given_secret_and_a_bad_one(api, make):
+    config = make.config()
+    given = "whsec_" + "B" * 40
+    rotated = api.data('mutation ($id: ID!, $s: String) { rotateConfigSecret(id: $id, '
+                       'secret: $s) { secret } }', {"id": config.id, "s": given})
+    assert rotated == {"rotateConfigSecret": {"secret": given}}
+    assert api.code('mutation ($id: ID!) { rotateConfigSecret(id: $id, secret: "nope") '
+                    '{ secret } }', {"id": config.id}) == "BAD_USER_INPUT"
