@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from bench.chaos import scenarios
-from bench.chaos.__main__ import report
-from bench.chaos.scenarios import Options
+from bench.chaos.report import report
+from bench.chaos.run import Options
 from db.migrate import migrate
 from service import local_postgres
 from service.local_kafka import LocalKafka

@@ -6,9 +6,10 @@ import dataclasses
 
 import pytest
 
-from bench.chaos.__main__ import report
-from bench.chaos.check import Attempt, Delivery, Evidence, Rules, check
+from bench.chaos.check import CLAIMS_PER_SLOT, Rules, check
+from bench.chaos.evidence import Attempt, Delivery, Evidence
 from bench.chaos.faults import KINDS, OK, RECORDED, choose, first_success
+from bench.chaos.report import report
 
 RULES = Rules(seed=7, fail_rate=0.3, max_attempts=3, http_timeout=1.0, concurrency=10)
 BUDGET = "retry budget exhausted: 3 attempts (WEBHOOKS_MAX_ATTEMPTS)"
@@ -233,7 +234,7 @@ def test_a_post_sent_again_after_its_worker_was_killed_is_explained():
 
 def test_a_worker_holding_more_than_the_dispatcher_allows_is_reported():
     evidence = simulate(killed={4: 1})
-    evidence.held_at_kills[0] += list(range(1000, 1000 + 2 * RULES.concurrency))
+    evidence.held_at_kills[0] += list(range(1000, 1000 + CLAIMS_PER_SLOT * RULES.concurrency))
     assert "claims held beyond the dispatcher's limit" in problems(evidence)
 
 
