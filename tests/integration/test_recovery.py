@@ -79,6 +79,27 @@ def test_a_late_result_from_a_lost_claim_is_kept_but_changes_nothing(make):
     assert moved.status == "succeeded"
 
 
+def test_recording_a_result_again_after_an_unanswered_commit_adds_no_attempt(make):
+    # Found by the chaos run (bench/chaos): PostgreSQL died after committing a record but
+    # before answering; the dispatcher recorded the batch again, and each POST got a second
+    # attempt row. One claim makes one request: its result is stored once.
+    make.config()
+    _, (delivery_id,) = make.event()
+    (claimed,) = deliveries.claim_due(make.pool, owner="w", limit=1)
+    result = AttemptResult(
+        delivery_id=delivery_id, token=claimed.token, attempt_number=1, replay_generation=0,
+        endpoint="http://x", outcome="http_error", status_code=500, duration_ms=5,
+        response_excerpt="", error=None, next_status="pending", next_delay=60.0,
+        last_error="HTTP 500",
+    )
+    (moved,) = deliveries.record(make.pool, [result])
+    assert moved.status == "pending"
+    assert deliveries.record(make.pool, [result]) == []
+    assert [(a["attempt_number"], a["status_code"]) for a in make.attempts(delivery_id)] \
+        == [(1, 500)]
+    assert make.row(delivery_id)["attempt_count"] == 1
+
+
 def test_terminal_deliveries_are_never_overwritten(make):
     make.config()
     _, (delivery_id,) = make.event()
