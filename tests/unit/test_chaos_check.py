@@ -230,6 +230,7 @@ def test_a_post_sent_again_after_its_worker_was_killed_is_explained():
     assert verdict.ok, verdict.problems
     assert verdict.counts["duplicate_posts"] == verdict.counts["unrecorded_posts"] == 2
     assert verdict.counts["kills"] == 2 and verdict.counts["max_held_at_a_kill"] == 1
+    assert verdict.counts["max_duplicates_from_a_kill"] == 1
 
 
 def test_a_worker_holding_more_than_the_dispatcher_allows_is_reported():
