@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from bench.chaos.evidence import Attempt, Delivery, Evidence
+from bench.chaos.evidence import Attempt, Delivery, Evidence, Kill
 from bench.chaos.faults import RECORDED, choose, first_success
 
 EXAMPLES = 5  # problems of one kind quoted in the report; the rest are counted
@@ -29,6 +29,7 @@ SLOW_TIMEOUT_SHARE = 0.9  # a timeout at least this share of WEBHOOKS_HTTP_TIMEO
 # Claims a worker holds at most per WEBHOOKS_DISPATCH_CONCURRENCY slot: ready to send, in
 # flight, or waiting to be recorded (Dispatcher.backlog_limit in service/dispatcher.py)
 CLAIMS_PER_SLOT = 3
+KILL_SKEW = 1.0  # seconds the receiver may read a request after its sender was found dead
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,10 @@ def check(evidence: Evidence, rules: Rules) -> Verdict:
             posts[int(post["id"])].append(post)
         else:
             found.add("POST of no known delivery", repr(post))
-    kills = evidence.held_at_kills or []
-    held = Counter(id for claims in kills for id in claims)
+    kills = evidence.kills or []
+    held = Counter(id for kill in kills for id in kill.held)
 
-    unrecorded: dict[int, int] = {}
+    unrecorded: dict[int, list[float]] = {}  # delivery -> times of its POSTs never recorded
     for delivery in evidence.deliveries:
         counts[delivery.status] += 1
         unrecorded[delivery.id] = _check_delivery(
@@ -117,16 +118,14 @@ def check(evidence: Evidence, rules: Rules) -> Verdict:
         "attempts": len(evidence.attempts),
         "posts": len(evidence.posts),
     })
-    if evidence.held_at_kills is not None:
-        held_sizes = [len(claims) for claims in kills]
+    if evidence.kills is not None:
+        held_sizes = [len(kill.held) for kill in kills]
         counts.update({
             "kills": len(kills),
             "claims_held_at_kills": sum(held_sizes),
             "max_held_at_a_kill": max(held_sizes, default=0),
             "kills_times_concurrency": len(kills) * rules.concurrency,
-            # a delivery held at two kills counts at both: an upper estimate
-            "max_duplicates_from_a_kill": max(
-                (sum(unrecorded.get(id, 0) for id in claims) for claims in kills), default=0),
+            "max_duplicates_from_a_kill": max(_per_kill(kills, unrecorded), default=0),
         })
     for post in evidence.posts:
         counts[f"posts_{post['kind']}"] += 1
@@ -145,8 +144,8 @@ def check(evidence: Evidence, rules: Rules) -> Verdict:
 
 
 def _check_delivery(delivery: Delivery, rows: list[Attempt], posts: list[dict], held: int,
-                    rules: Rules, found: _Findings, counts: Counter) -> int:
-    """Check one delivery's history; return how many of its POSTs no attempt records."""
+                    rules: Rules, found: _Findings, counts: Counter) -> list[float]:
+    """Check one delivery's history; return when each POST no attempt records arrived."""
     name = f"delivery {delivery.id}"
     rows_at: dict[tuple[int, int], list[Attempt]] = defaultdict(list)
     for row in rows:
@@ -162,7 +161,8 @@ def _check_delivery(delivery: Delivery, rows: list[Attempt], posts: list[dict], 
         found.add("history does not count its attempts",
                   f"{name}: attempt_count {delivery.attempt_count}, attempts {sorted(numbers)}")
 
-    slow = unrecorded = late_2xx = 0
+    slow = late_2xx = 0
+    unrecorded: list[float] = []
     limit_ms = SLOW_TIMEOUT_SHARE * rules.http_timeout * 1000
     for key in sorted(rows_at.keys() | posts_at.keys()):
         kind = choose(rules.seed, str(delivery.id), key[0], key[1], rules.fail_rate)
@@ -193,12 +193,13 @@ def _check_delivery(delivery: Delivery, rows: list[Attempt], posts: list[dict], 
         counts[f"duplicate_posts_{kind}"] += max(0, len(posts_at[key]) - 1)
         counts["fenced_attempts"] += max(0, len(rows_at[key]) - 1)
         counts["attempts_never_read"] += max(0, len(rows_at[key]) - len(posts_at[key]))
-        unrecorded += max(0, len(posts_at[key]) - len(rows_at[key]))
-    counts["unrecorded_posts"] += unrecorded
+        lost = len(posts_at[key]) - len(rows_at[key])  # the first ones: the re-POSTs got recorded
+        unrecorded += sorted(post["t"] for post in posts_at[key])[:max(0, lost)]
+    counts["unrecorded_posts"] += len(unrecorded)
     counts["slow_timeouts"] += slow
-    if unrecorded > held:
+    if len(unrecorded) > held:
         found.add("POST lost without a crash",
-                  f"{name}: {unrecorded} unrecorded POSTs, held by {held} killed workers")
+                  f"{name}: {len(unrecorded)} unrecorded POSTs, held by {held} killed workers")
     sent_2xx = sum(post["sent"] for post in posts)
     if sent_2xx > 1:
         counts["deliveries_2xx_more_than_once"] += 1
@@ -206,6 +207,23 @@ def _check_delivery(delivery: Delivery, rows: list[Attempt], posts: list[dict], 
             found.add("2xx more than once without a crash or a late answer", name)
     _check_end(delivery, rows_at, rules, found, exact=not slow)
     return unrecorded
+
+
+def _per_kill(kills: list[Kill], unrecorded: dict[int, list[float]]) -> list[int]:
+    """Return how many unrecorded POSTs each kill explains.
+
+    A kill loses at most one POST per claim its worker held: each unrecorded POST of a
+    delivery goes to the next kill (dead at most KILL_SKEW before the POST was read) that held
+    the delivery and has not explained one of its POSTs yet.
+    """
+    explained = [0] * len(kills)
+    for delivery_id, times in unrecorded.items():
+        holders = iter(n for n, kill in enumerate(kills) if delivery_id in kill.held)
+        for arrived in sorted(times):
+            n = next((n for n in holders if kills[n].at >= arrived - KILL_SKEW), None)
+            if n is not None:
+                explained[n] += 1
+    return explained
 
 
 def _check_end(delivery: Delivery, rows_at: dict[tuple[int, int], list[Attempt]], rules: Rules,

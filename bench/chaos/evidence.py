@@ -31,6 +31,15 @@ class Attempt:
 
 
 @dataclass
+class Kill:
+    """One SIGKILL: when the worker was dead (Unix time), its pid, the claims it still held."""
+
+    at: float
+    pid: int
+    held: list[int]
+
+
+@dataclass
 class Evidence:
     """Everything a verdict is drawn from."""
 
@@ -40,11 +49,11 @@ class Evidence:
     deliveries: list[Delivery]
     attempts: list[Attempt]
     posts: list[dict[str, Any]]  # the receiver's record, one per request it read
-    held_at_kills: list[list[int]] | None = None  # claims of each killed worker; None: no kills
+    kills: list[Kill] | None = None  # None: a scenario without kills
 
 
 def gather(dsn: str, published: dict[str, str], posts: list[dict],
-           held_at_kills: list[list[int]] | None = None) -> Evidence:
+           kills: list[Kill] | None = None) -> Evidence:
     """Read the run's evidence from the database at `dsn`."""
     configs = env.sql(dsn, "SELECT id, event_types FROM configs WHERE active"
                            " AND deleted_at IS NULL")
@@ -60,5 +69,5 @@ def gather(dsn: str, published: dict[str, str], posts: list[dict],
         deliveries=[Delivery(*row) for row in deliveries],
         attempts=[Attempt(*row) for row in attempts],
         posts=posts,
-        held_at_kills=held_at_kills,
+        kills=kills,
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import environment as env
+from bench.chaos.evidence import Kill
 from service.local_postgres import free_port
 
 STOP_TIMEOUT = 60.0  # seconds a warmly stopped process may take before it is killed
@@ -66,15 +67,6 @@ class Receiver:
 
 
 @dataclass
-class Kill:
-    """One SIGKILL: when, which process, and the claims it held as it died."""
-
-    at: float
-    pid: int
-    held: list[int]
-
-
-@dataclass
 class Workers:
     """`count` worker processes on `dsn` with `settings` (environment variables)."""
 
@@ -99,9 +91,10 @@ class Workers:
         victim = self.processes[index]
         victim.send_signal(signal.SIGKILL)
         victim.wait(STOP_TIMEOUT)
+        dead_at = time.time()
         # A COMMIT sent just before the kill may still be applied: let PostgreSQL notice.
         time.sleep(0.2)
-        kill = Kill(at=time.time(), pid=victim.pid, held=self._claims_of(victim.pid))
+        kill = Kill(at=dead_at, pid=victim.pid, held=self._claims_of(victim.pid))
         self.kills.append(kill)
         self.processes[index] = self._spawn()
         self._wait_ready(self.processes[index])

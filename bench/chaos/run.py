@@ -18,7 +18,7 @@ import psycopg2
 
 from bench import environment as env
 from bench.chaos.check import Rules, Verdict, check
-from bench.chaos.evidence import gather
+from bench.chaos.evidence import Kill, gather
 from bench.chaos.fleet import Receiver, Workers
 from db import configs, events
 from db.pool import ConnectionPool
@@ -105,8 +105,8 @@ class Run:
     def progressed(self) -> bool:
         return env.count(self.dsn, "status = 'succeeded'") > 0
 
-    def verdict(self, rules: Rules, held_at_kills: list[list[int]] | None = None) -> Verdict:
-        evidence = gather(self.dsn, self.published, self.receiver.records(), held_at_kills)
+    def verdict(self, rules: Rules, kills: list[Kill] | None = None) -> Verdict:
+        evidence = gather(self.dsn, self.published, self.receiver.records(), kills)
         verdict = check(evidence, rules)
         verdict.counts.update(elapsed_seconds=round(self.elapsed, 1),
                               worker_exit_codes=sorted(self.exit_codes.values(), key=str),

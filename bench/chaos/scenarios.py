@@ -58,7 +58,7 @@ def crash(dsn: str, workdir: Path, options: Options, say: Say = print) -> Verdic
                 next_kill = time.monotonic() + options.kill_every
             gevent.sleep(POLL / 2)
         publisher.kill()  # still running only when the deadline passed
-    return run.verdict(options.rules(), held_at_kills=[k.held for k in run.workers.kills])
+    return run.verdict(options.rules(), kills=run.workers.kills)
 
 
 def database_outage(server: LocalPostgres, broker: LocalKafka, workdir: Path, options: Options,

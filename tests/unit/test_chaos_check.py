@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from bench.chaos.check import CLAIMS_PER_SLOT, Rules, check
-from bench.chaos.evidence import Attempt, Delivery, Evidence
+from bench.chaos.evidence import Attempt, Delivery, Evidence, Kill
 from bench.chaos.faults import KINDS, OK, RECORDED, choose, first_success
 from bench.chaos.report import report
 
@@ -30,7 +30,8 @@ def simulate(events: int = 60, *, killed: dict[int, int] | None = None,
     evidence = Evidence(published=published,
                         subscriptions={"a": ("t",), "b": ("t", "u"), "c": ("u",)},
                         events=set(published), deliveries=[], attempts=[], posts=[],
-                        held_at_kills=[[id] for id in sorted(killed)])
+                        kills=[Kill(at=1.0, pid=n, held=[id])
+                               for n, id in enumerate(sorted(killed))])
     id = 0
     for event in published:
         for config in ("a", "b"):
@@ -221,7 +222,7 @@ def test_a_post_sent_again_without_a_crash_is_reported():
     evidence = simulate()
     evidence.posts.append(dict(evidence.posts[0]))
     assert problems(evidence) == {"POST lost without a crash"}
-    evidence.held_at_kills = [[int(evidence.posts[0]["id"]) + 1]]  # another delivery's claim
+    evidence.kills = [Kill(1.0, 1, [int(evidence.posts[0]["id"]) + 1])]  # another's claim
     assert problems(evidence) == {"POST lost without a crash"}
 
 
@@ -233,9 +234,22 @@ def test_a_post_sent_again_after_its_worker_was_killed_is_explained():
     assert verdict.counts["max_duplicates_from_a_kill"] == 1
 
 
+def test_each_kill_explains_at_most_one_lost_post_of_each_claim_it_held():
+    evidence = simulate(killed={4: 1})
+    first = next(p for p in evidence.posts if p["id"] == "4")
+    evidence.posts.append({**first, "t": 5.0})  # lost again with a second worker, at 6.0
+    evidence.kills.append(Kill(at=6.0, pid=99, held=[4, 5]))
+    verdict = check(evidence, RULES)
+    assert verdict.ok, verdict.problems
+    assert verdict.counts["unrecorded_posts"] == 2
+    assert verdict.counts["max_duplicates_from_a_kill"] == 1
+    evidence.kills.pop()
+    assert problems(evidence) == {"POST lost without a crash"}
+
+
 def test_a_worker_holding_more_than_the_dispatcher_allows_is_reported():
     evidence = simulate(killed={4: 1})
-    evidence.held_at_kills[0] += list(range(1000, 1000 + CLAIMS_PER_SLOT * RULES.concurrency))
+    evidence.kills[0].held += list(range(1000, 1000 + CLAIMS_PER_SLOT * RULES.concurrency))
     assert "claims held beyond the dispatcher's limit" in problems(evidence)
 
 
