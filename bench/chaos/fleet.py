@@ -127,6 +127,15 @@ class Workers:
         return sum(line.count(text) for path in sorted(self.workdir.glob("worker-*.log"))
                    for line in path.read_text(errors="replace").splitlines())
 
+    def recovered(self) -> int:
+        """Return how many stale claims the workers' sweeps recovered (from their logs)."""
+        total = 0
+        for path in sorted(self.workdir.glob("worker-*.log")):
+            for line in path.read_text(errors="replace").splitlines():
+                if '"recovered stale claims"' in line:
+                    total += json.loads(line).get("recovered", 0)
+        return total
+
     def _spawn(self) -> subprocess.Popen:
         self._started += 1
         port = free_port()

@@ -37,6 +37,7 @@ LINES = (  # (label, format using the verdict's counts); a line whose fields are
     ("workers", "{workers} x {concurrency} concurrency; exit codes on SIGTERM at the end "
                 "{worker_exit_codes}"),
     ("survived", "the same worker processes throughout: {workers_survived}"),
+    ("recovered", "{stale_claims_recovered:,} claims recovered as stale by the workers' sweep"),
     ("slow", "{slow_timeouts:,} answers too late for the 1 s timeout, recorded as timeouts "
              "({attempts_never_read:,} requests the receiver never read in time)"),
     ("elapsed", "{elapsed_seconds} s"),

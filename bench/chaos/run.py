@@ -111,6 +111,7 @@ class Run:
         verdict.counts.update(elapsed_seconds=round(self.elapsed, 1),
                               worker_exit_codes=sorted(self.exit_codes.values(), key=str),
                               workers_exited_by_themselves=len(self.workers.exited),
+                              stale_claims_recovered=self.workers.recovered(),
                               concurrency=rules.concurrency, workers=self.options.workers,
                               fail_rate=rules.fail_rate, max_attempts=rules.max_attempts)
         require(verdict, not self.workers.exited, "worker exited by itself",

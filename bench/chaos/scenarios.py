@@ -107,6 +107,9 @@ def broker_outage(dsn: str, broker: LocalKafka, workdir: Path, options: Options,
                              stored_while_frozen=stored_thawed - stored_frozen)
     require(verdict, stored_thawed == stored_frozen, "events stored while the broker was frozen",
             f"{stored_thawed - stored_frozen} events")
+    require(verdict, verdict.counts["stale_claims_recovered"] == 0,
+            "claim went stale without a crash",
+            f"{verdict.counts['stale_claims_recovered']} claims recovered")
     return verdict
 
 
