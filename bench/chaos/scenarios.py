@@ -58,7 +58,13 @@ def crash(dsn: str, workdir: Path, options: Options, say: Say = print) -> Verdic
                 next_kill = time.monotonic() + options.kill_every
             gevent.sleep(POLL / 2)
         publisher.kill()  # still running only when the deadline passed
-    return run.verdict(options.rules(), kills=run.workers.kills)
+    verdict = run.verdict(options.rules(), kills=run.workers.kills)
+    # A dead worker's claims come back only through the stale-claim sweep
+    require(verdict, verdict.counts["stale_claims_recovered"]
+            >= verdict.counts["claims_held_at_kills"], "killed workers' claims not recovered",
+            f"{verdict.counts['stale_claims_recovered']} recovered, "
+            f"{verdict.counts['claims_held_at_kills']} held at the kills")
+    return verdict
 
 
 def database_outage(server: LocalPostgres, broker: LocalKafka, workdir: Path, options: Options,
