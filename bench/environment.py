@@ -108,7 +108,6 @@ def worker_environment(dsn: str, **settings: str) -> dict[str, str]:
         "DATABASE_URL": dsn,
         "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS": "true",
         "WEBHOOKS_METRICS_PORT": "0",
-        "WEBHOOKS_LOG_LEVEL": "warning",
         **settings,
     }
 
