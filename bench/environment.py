@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,10 +115,12 @@ def worker_environment(dsn: str, **settings: str) -> dict[str, str]:
 
 @contextlib.contextmanager
 def workers(dsn: str, count: int = 1, **settings: str) -> Iterator[list[subprocess.Popen]]:
-    """Run `count` `webhooks worker` processes; stop them warmly at the end."""
+    """Run `count` `webhooks worker` processes (JSON logs to files); stop them warmly."""
     env = worker_environment(dsn, **settings)
-    processes = [subprocess.Popen([sys.executable, "-m", "service", "worker"], cwd=ROOT,
-                                  env=env) for _ in range(count)]
+    logs = Path(tempfile.mkdtemp(prefix="webhooks-bench-logs-"))
+    processes = [subprocess.Popen([sys.executable, "-m", "service", "worker"], cwd=ROOT, env=env,
+                                  stderr=(logs / f"worker-{n}.log").open("w"))
+                 for n in range(count)]
     try:
         yield processes
     finally:
