@@ -17,6 +17,7 @@ import collections
 import logging
 import random
 import time
+import uuid
 from datetime import timedelta
 
 import gevent
@@ -41,6 +42,8 @@ DATABASE_RETRY_CAP = 5.0  # seconds, longest pause between retries of a failed d
 FLUSH_RESERVE = 3.0  # seconds of the shutdown grace kept to record results and hand back claims
 _STOP = object()
 
+ClaimKey = tuple[int, uuid.UUID]  # a delivery id and the token of the claim on it
+
 
 class Dispatcher:
     """The delivery pipeline of one worker process."""
@@ -59,10 +62,12 @@ class Dispatcher:
         self.rng = rng
         self.capacity = settings.dispatch_concurrency
         self.backlog_limit = 3 * self.capacity  # claimed but not yet recorded
-        self.inflight: dict[int, Claimed] = {}
+        # Keyed by claim, not delivery: a worker may still hold a late result of a claim that
+        # went stale while it holds a new claim of the same delivery.
+        self.inflight: dict[ClaimKey, Claimed] = {}
         self._ready: collections.deque[Claimed] = collections.deque()
         self._sending = 0
-        self._started_at: dict[int, float] = {}
+        self._started_at: dict[ClaimKey, float] = {}
         self._sends = gevent.pool.Group()
         self._results: gevent.queue.Queue = gevent.queue.Queue()
         self._wakeup = gevent.event.Event()
@@ -159,8 +164,8 @@ class Dispatcher:
         now = time.monotonic()
         inactive = [c for c in claimed if not c.config_active]
         for item in claimed:
-            self.inflight[item.id] = item
-            self._started_at[item.id] = now
+            self.inflight[_key(item)] = item
+            self._started_at[_key(item)] = now
             if item.config_active:
                 self._ready.append(item)
         self._fill()
@@ -191,7 +196,7 @@ class Dispatcher:
                 headers.update(context)
                 response = self.sender.post(claimed.endpoint, body, headers)
                 span.set_attribute("http.response.status_code", response.status_code)
-            elapsed = time.monotonic() - self._started_at[claimed.id]
+            elapsed = time.monotonic() - self._started_at[_key(claimed)]
             now = claimed.claimed_at + timedelta(seconds=elapsed)
             result = judge(claimed, response, self.policy, now=now, rng=self.rng)
         except Exception:
@@ -220,7 +225,7 @@ class Dispatcher:
                 log.exception("recording attempts failed; their claims will be recovered",
                               extra={"deliveries": len(batch)})
                 for claimed, _, _ in batch:
-                    self._free(claimed.id)
+                    self._free(claimed)
 
     def _record(self, batch: list[tuple[Claimed, Response | None, AttemptResult | None]]) -> None:
         crashed = [claimed for claimed, _, result in batch if result is None]
@@ -232,7 +237,7 @@ class Dispatcher:
         moved = self._with_retries(deliveries.record, [result for _, _, result in done])
         states = {m.id: m for m in moved}
         for claimed, response, result in done:
-            self._free(claimed.id)
+            self._free(claimed)
             self.telemetry.attempt(response.outcome, response.status_code, response.duration)
             state = states.get(claimed.id)
             if state is None:
@@ -252,15 +257,15 @@ class Dispatcher:
                       extra={"deliveries": len(claims), "reason": reason})
             moved = []
         for claim in claims:
-            self._free(claim.id)
+            self._free(claim)
         for state in moved:
             self.telemetry.transition("delivering", state.status)
         if moved:
             log.info("claims handed back", extra={"deliveries": len(moved), "reason": reason})
 
-    def _free(self, delivery_id: int) -> None:
-        self.inflight.pop(delivery_id, None)
-        self._started_at.pop(delivery_id, None)
+    def _free(self, claimed: Claimed) -> None:
+        self.inflight.pop(_key(claimed), None)
+        self._started_at.pop(_key(claimed), None)
         self._slot_freed.set()
 
     def _with_retries(self, operation, argument, *, attempts: int | None = None):
@@ -279,6 +284,10 @@ class Dispatcher:
     @staticmethod
     def _pause(failures: int) -> None:
         gevent.sleep(min(DATABASE_RETRY_CAP, 0.1 * 2 ** min(failures, 10)))
+
+
+def _key(claimed: Claimed) -> ClaimKey:
+    return claimed.id, claimed.token
 
 
 def _span_attributes(claimed: Claimed) -> dict[str, str | int]:

@@ -23,7 +23,7 @@ RETURNING d.id, d.event_id, e.type, e.payload::text, e.occurred_at, d.config_id,
           d.attempt_count, d.replay_generation, d.generation_started_at, now()
 
 -- record_attempts --
--- Append one attempt per result and move each delivery still claimed with the given token to its next state; a non-2xx result of an inactive config becomes cancelled; return the deliveries that changed
+-- Append one attempt per result (once per claim: a result recorded again adds nothing) and move each delivery still claimed with the given token to its next state; a non-2xx result of an inactive config becomes cancelled; return the deliveries that changed
 WITH results AS (
     SELECT *
     FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(attempt_numbers)s::integer[],
@@ -37,11 +37,14 @@ WITH results AS (
 ),
 attempts AS (
     INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation, endpoint,
-                                   outcome, status_code, duration_ms, response_excerpt, error)
+                                   outcome, status_code, duration_ms, response_excerpt, error,
+                                   claim_token)
     SELECT r.delivery_id, r.attempt_number, r.replay_generation, r.endpoint, r.outcome,
-           r.status_code, r.duration_ms, r.response_excerpt, r.error
+           r.status_code, r.duration_ms, r.response_excerpt, r.error, r.claim_token
     FROM results r
     WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.id = r.delivery_id)
+      AND NOT EXISTS (SELECT 1 FROM delivery_attempts a
+                      WHERE a.delivery_id = r.delivery_id AND a.claim_token = r.claim_token)
 ),
 configs_now AS (
     -- Share-locked: a concurrent deactivation waits, then cancels what this made pending.

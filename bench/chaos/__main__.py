@@ -1,0 +1,132 @@
+"""Prove "nothing lost" under crashes and outages: `python -m bench.chaos [--scenario ...]`.
+
+Scenarios (docs/reliability.md): `crash` SIGKILLs a worker every --kill-every seconds and
+starts a new one; `database` kills PostgreSQL mid-run and starts it again on the same port;
+`broker` freezes the Kafka broker past the session timeout. Each publishes --events events
+to --configs subscribed configs on a receiver that fails --fail-rate of the attempts, waits
+until every delivery is terminal, and checks every delivery's history against what the
+receiver saw. Prints a report per scenario and writes JSON to bench/results/chaos.json;
+exits 1 when any check failed.
+"""
+
+from service.patch import patch
+
+patch()
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from dataclasses import asdict, replace  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from bench import environment as env  # noqa: E402
+from bench.__main__ import machine  # noqa: E402
+from bench.chaos import scenarios  # noqa: E402
+from bench.chaos.check import Verdict  # noqa: E402
+from bench.chaos.report import report  # noqa: E402
+from bench.chaos.run import Options  # noqa: E402
+from db.migrate import migrate  # noqa: E402
+from service.local_kafka import LocalKafka  # noqa: E402
+from service.local_postgres import temporary  # noqa: E402
+
+SCENARIOS = ("crash", "database", "broker")
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "chaos.json"
+QUICK = dict(events=600, kill_every=2.0, max_kills=3, session_timeout=2.0, freeze=3.5,
+             outage=3.0, rate=300.0)
+
+
+def run(name: str, options: Options, workdir: Path, say) -> Verdict:
+    """Run one scenario on servers of its own; return its verdict."""
+    if name == "crash":
+        with env.postgres() as pg:
+            return scenarios.crash(env.fresh_database(pg, "chaos"), workdir, options, say)
+    if name == "database":
+        with _durable_postgres() as server, _broker() as broker:
+            return scenarios.database_outage(server, broker, workdir, options, say)
+    with env.postgres() as pg, _broker() as broker:
+        return scenarios.broker_outage(env.fresh_database(pg, "chaos"), broker, workdir,
+                                       options, say)
+
+
+@contextlib.contextmanager
+def _durable_postgres():
+    server = temporary(fast_unsafe=False)
+    try:
+        migrate(server.start())
+        yield server
+    finally:
+        server.stop("immediate")
+        shutil.rmtree(server.base, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _broker() -> Iterator[LocalKafka]:
+    broker = LocalKafka()
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    defaults = Options()
+    parser = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", choices=(*SCENARIOS, "all"), default="all")
+    parser.add_argument("--quick", action="store_true", help="600 events, 3 kills: a smoke run")
+    for field, help in (("events", "events published"), ("configs", "subscribed configs"),
+                        ("fail_rate", "share of attempts the receiver fails"),
+                        ("kill_every", "seconds between SIGKILLs"),
+                        ("max_kills", "stop killing after this many"),
+                        ("workers", "worker processes"),
+                        ("concurrency", "WEBHOOKS_DISPATCH_CONCURRENCY"),
+                        ("max_attempts", "WEBHOOKS_MAX_ATTEMPTS"),
+                        ("claim_timeout", "WEBHOOKS_CLAIM_TIMEOUT, seconds"),
+                        ("rate", "events published per second"), ("seed", "fault schedule"),
+                        ("outage", "seconds PostgreSQL stays down"),
+                        ("freeze", "seconds the broker stays frozen"),
+                        ("session_timeout", "WEBHOOKS_KAFKA_SESSION_TIMEOUT, seconds")):
+        default = getattr(defaults, field)
+        kind = float if isinstance(default, float) else int
+        parser.add_argument(f"--{field.replace('_', '-')}", type=kind, dest=field,
+                            help=f"{help} (default: {default})")
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--keep-logs", action="store_true",
+                        help="keep each run's folder (worker logs, receiver record) even when OK")
+    args = parser.parse_args(argv)
+    chosen = {k: v for k, v in vars(args).items() if k in asdict(defaults) and v is not None}
+    options = replace(defaults, **{**(QUICK if args.quick else {}), **chosen})
+    names = SCENARIOS if args.scenario == "all" else (args.scenario,)
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    results = {"machine": machine(), "options": asdict(options), "scenarios": {}}
+    failed = False
+    for name in names:
+        workdir = Path(tempfile.mkdtemp(prefix=f"chaos-{name}-"))
+        say(f"running {name} (logs in {workdir}) ...")
+        started = time.monotonic()
+        verdict = run(name, options, workdir, say)
+        say(f"  {name} done in {time.monotonic() - started:.0f} s")
+        print(report(name, verdict), flush=True)
+        results["scenarios"][name] = {"ok": verdict.ok, "counts": verdict.counts,
+                                      "problems": verdict.problems,
+                                      "problem_counts": dict(verdict.problem_counts)}
+        failed |= not verdict.ok
+        if verdict.ok and not args.keep_logs:
+            shutil.rmtree(workdir, ignore_errors=True)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    say(f"results written to {args.output}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

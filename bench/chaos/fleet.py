@@ -1,0 +1,169 @@
+"""The processes of a chaos run: the flaky receiver and `webhooks worker`s that can be killed.
+
+Workers are real `python -m service worker` processes run from the repository, each with
+its output in a log file of the run's folder (a pipe nobody reads would block a worker
+that logs a lot during an outage).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench import environment as env
+from bench.chaos.evidence import Kill
+from service.local_postgres import free_port
+
+STOP_TIMEOUT = 60.0  # seconds a warmly stopped process may take before it is killed
+READY_TIMEOUT = 60.0  # seconds a worker may take to answer /healthz after it is started
+
+
+@dataclass
+class Receiver:
+    """bench/chaos/receiver.py in its own process; `records()` once it is stopped."""
+
+    workdir: Path
+    seed: int
+    fail_rate: float
+    port: int = 0
+    _process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    @property
+    def record_path(self) -> Path:
+        return self.workdir / "receiver.jsonl"
+
+    def start(self) -> None:
+        self.port = free_port()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "bench.chaos.receiver", "--port", str(self.port),
+             "--record", str(self.record_path), "--seed", str(self.seed),
+             "--fail-rate", str(self.fail_rate)],
+            cwd=env.ROOT, stdout=subprocess.PIPE, text=True)
+        line = self._process.stdout.readline().strip()
+        if line != "ready":
+            raise RuntimeError(f"the chaos receiver did not start (said {line!r})")
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGTERM)
+            self._process.wait(STOP_TIMEOUT)
+
+    def records(self) -> list[dict]:
+        """Return every request the receiver read, in arrival order."""
+        if not self.record_path.exists():
+            return []
+        with self.record_path.open() as lines:
+            return [json.loads(line) for line in lines if line.strip()]
+
+
+@dataclass
+class Workers:
+    """`count` worker processes on `dsn` with `settings` (environment variables)."""
+
+    dsn: str
+    workdir: Path
+    settings: dict[str, str]
+    count: int = 2
+    processes: list[subprocess.Popen] = field(default_factory=list)
+    kills: list[Kill] = field(default_factory=list)
+    exited: dict[int, int] = field(default_factory=dict)  # pid -> exit code, unexpected exits
+    _started: int = 0
+    _ports: dict[int, int] = field(default_factory=dict)  # pid -> its /healthz port
+
+    def start(self) -> None:
+        """Start the workers and wait until each one runs (answers /healthz)."""
+        self.processes = [self._spawn() for _ in range(self.count)]
+        for process in self.processes:
+            self._wait_ready(process)
+
+    def kill_and_restart(self, index: int) -> Kill:
+        """SIGKILL worker `index`, note the claims it held, and start a new one in its place."""
+        victim = self.processes[index]
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(STOP_TIMEOUT)
+        dead_at = time.time()
+        # A COMMIT sent just before the kill may still be applied: let PostgreSQL notice.
+        time.sleep(0.2)
+        kill = Kill(at=dead_at, pid=victim.pid, held=self._claims_of(victim.pid))
+        self.kills.append(kill)
+        self.processes[index] = self._spawn()
+        self._wait_ready(self.processes[index])
+        return kill
+
+    def alive(self) -> list[int]:
+        """Return the pids still running; remember any that exited on their own."""
+        for process in self.processes:
+            code = process.poll()
+            if code is not None:
+                self.exited.setdefault(process.pid, code)
+        return [p.pid for p in self.processes if p.poll() is None]
+
+    def stop(self) -> dict[int, int | None]:
+        """Stop every worker warmly (SIGTERM); return each pid's exit code."""
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        codes: dict[int, int | None] = {}
+        for process in self.processes:
+            try:
+                codes[process.pid] = process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                codes[process.pid] = None
+        return codes
+
+    def logged(self, text: str) -> int:
+        """Return how many lines of all the workers' logs contain `text`."""
+        return sum(line.count(text) for path in sorted(self.workdir.glob("worker-*.log"))
+                   for line in path.read_text(errors="replace").splitlines())
+
+    def recovered(self) -> int:
+        """Return how many stale claims the workers' sweeps recovered (from their logs)."""
+        total = 0
+        for path in sorted(self.workdir.glob("worker-*.log")):
+            for line in path.read_text(errors="replace").splitlines():
+                if '"recovered stale claims"' in line:
+                    total += json.loads(line).get("recovered", 0)
+        return total
+
+    def _spawn(self) -> subprocess.Popen:
+        self._started += 1
+        port = free_port()
+        log = (self.workdir / f"worker-{self._started}.log").open("wb")
+        with log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "service", "worker"], cwd=env.ROOT,
+                env=env.worker_environment(self.dsn, **self.settings,
+                                           WEBHOOKS_METRICS_PORT=str(port)),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        self._ports[process.pid] = port
+        return process
+
+    def _wait_ready(self, process: subprocess.Popen) -> None:
+        """Wait until `process` answers /healthz: it has its SIGTERM handler from then on."""
+        url = f"http://127.0.0.1:{self._ports[process.pid]}/healthz"
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                with urllib.request.urlopen(url, timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"worker {process.pid} did not start (exit code {process.poll()}); "
+                           f"see the logs in {self.workdir}")
+
+    def _claims_of(self, pid: int) -> list[int]:
+        rows = env.sql(self.dsn, "SELECT id FROM deliveries WHERE status = 'delivering'"
+                                 " AND claimed_by LIKE %s", (f"%:{pid}:%",))
+        return [row[0] for row in rows]

@@ -1,0 +1,141 @@
+"""A flaky webhook endpoint for chaos runs, in its own process; records every request it reads.
+
+`python -m bench.chaos.receiver --port P --record FILE [--fail-rate 0.3] [--seed N]`
+
+Each POST is answered as bench.chaos.faults.choose() says for its webhook-id,
+webhook-replay-generation and webhook-attempt: `ok` (200), `500`, `hang` (no answer until
+the client hangs up), `reset` (TCP RST once the request is read) or `slow_body` (200 and a
+Content-Length, then one byte every STALL_STEP seconds). One JSON line per request goes to
+FILE: {"id", "gen", "attempt", "kind", "sent", "t"}, where `sent` says whether a complete
+2xx response was written. Prints `ready` once listening; SIGTERM flushes FILE and exits.
+"""
+
+from gevent import monkey
+
+monkey.patch_all()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import struct  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import gevent  # noqa: E402
+import gevent.event  # noqa: E402
+from gevent.server import StreamServer  # noqa: E402
+
+from bench.chaos.faults import OK, choose  # noqa: E402
+
+MAX_HEAD = 64 * 1024
+STALL = 30.0  # seconds a hang or slow body lasts at most when the client never hangs up
+STALL_STEP = 0.2  # seconds between two bytes of a slow body
+SLOW_BODY = b"x" * 200  # 40 s at STALL_STEP: always past the client's timeout
+OK_RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+ERROR_RESPONSE = b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 5\r\n\r\nerror"
+SLOW_HEAD = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(SLOW_BODY)
+
+
+class FlakyEndpoint:
+    def __init__(self, record, *, seed: int, fail_rate: float) -> None:
+        self.record = record
+        self.seed = seed
+        self.fail_rate = fail_rate
+
+    def handle(self, sock: socket.socket, address) -> None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        buffer = b""
+        try:
+            while True:
+                head, buffer = _read_request(sock, buffer)
+                if head is None:
+                    return
+                if not self._answer(sock, _headers(head)):
+                    return
+        except OSError:
+            return
+        finally:
+            sock.close()
+
+    def _answer(self, sock: socket.socket, headers: dict[str, str]) -> bool:
+        """Answer one request as scheduled; return False when the connection must end."""
+        note = {"id": headers.get("webhook-id", ""),
+                "gen": int(headers.get("webhook-replay-generation", "0")),
+                "attempt": int(headers.get("webhook-attempt", "0")), "t": round(time.time(), 3)}
+        kind = choose(self.seed, note["id"], note["gen"], note["attempt"], self.fail_rate)
+        if kind == OK:
+            try:
+                sock.sendall(OK_RESPONSE)
+            except OSError:
+                self._note(note, kind, sent=False)
+                return False
+            self._note(note, kind, sent=True)
+            return True
+        self._note(note, kind, sent=False)
+        if kind == "500":
+            sock.sendall(ERROR_RESPONSE)
+            return True
+        if kind == "reset":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        elif kind == "hang":
+            with gevent.Timeout(STALL, False):
+                sock.recv(1)  # returns when the client hangs up
+        elif kind == "slow_body":
+            with gevent.Timeout(STALL, False):
+                sock.sendall(SLOW_HEAD)
+                for byte in SLOW_BODY:
+                    gevent.sleep(STALL_STEP)
+                    sock.sendall(bytes([byte]))
+        return False
+
+    def _note(self, note: dict, kind: str, *, sent: bool) -> None:
+        self.record.write(json.dumps({**note, "kind": kind, "sent": sent}) + "\n")
+
+
+def _read_request(sock: socket.socket, buffer: bytes) -> tuple[bytes | None, bytes]:
+    """Read one request; return its head (None when the client hung up) and what follows."""
+    while b"\r\n\r\n" not in buffer:
+        chunk = sock.recv(65536)
+        if not chunk or len(buffer) > MAX_HEAD:
+            return None, b""
+        buffer += chunk
+    head, _, buffer = buffer.partition(b"\r\n\r\n")
+    length = int(_headers(head).get("content-length", "0"))
+    while len(buffer) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None, b""
+        buffer += chunk
+    return head, buffer[length:]
+
+
+def _headers(head: bytes) -> dict[str, str]:
+    headers = {}
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return headers
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--record", required=True, help="append one JSON line per request here")
+    parser.add_argument("--fail-rate", type=float, default=0.3)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    with open(args.record, "a", buffering=1024 * 1024) as record:
+        endpoint = FlakyEndpoint(record, seed=args.seed, fail_rate=args.fail_rate)
+        server = StreamServer(("127.0.0.1", args.port), endpoint.handle, backlog=2048)
+        server.start()
+        print("ready", flush=True)
+        stop = gevent.event.Event()
+        gevent.signal_handler(signal.SIGTERM, stop.set)
+        stop.wait()
+        server.stop(timeout=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""The readable report of one chaos scenario, from its verdict's counts."""
+
+from __future__ import annotations
+
+import contextlib
+
+from bench.chaos.check import Verdict
+
+LINES = (  # (label, format using the verdict's counts); a line whose fields are missing is skipped
+    ("events", "{events:,} published, {configs} subscribed configs each"),
+    ("deliveries", "{deliveries:,} of {expected_deliveries:,} expected: {succeeded:,} "
+                   "succeeded, {failed:,} failed (budget of {max_attempts} attempts), "
+                   "{cancelled:,} cancelled"),
+    ("lost", "{lost:,}"),
+    ("stuck", "{stuck:,} (pending or delivering at the end)"),
+    ("attempts", "{attempts:,} recorded"),
+    ("POSTs", "{posts:,} received: {posts_ok:,} ok, {posts_500:,} 500, {posts_hang:,} hang, "
+              "{posts_reset:,} reset, {posts_slow_body:,} slow body"),
+    ("duplicates", "{duplicate_posts:,} POSTs of an attempt already POSTed ("
+                   "{unrecorded_posts:,} never recorded, {fenced_attempts:,} fenced late results)"),
+    ("",  "by answer: {duplicate_posts_ok:,} ok, {duplicate_posts_500:,} 500, "
+          "{duplicate_posts_hang:,} hang, {duplicate_posts_reset:,} reset, "
+          "{duplicate_posts_slow_body:,} slow body"),
+    ("2xx twice", "{deliveries_2xx_more_than_once:,} deliveries got a 2xx more than once"),
+    ("kills", "{kills:,} SIGKILLs; claims held by the killed worker: {claims_held_at_kills:,} "
+              "in all, at most {max_held_at_a_kill:,} at one kill"),
+    ("bound", "{unrecorded_posts:,} POSTs never recorded, each checked against the claims "
+              "its killed worker held; at most {max_duplicates_from_a_kill:,} from one kill"),
+    ("", "{duplicate_posts:,} duplicates vs kills x concurrency = "
+         "{kills_times_concurrency:,}: {within_bound}"),
+    ("outage", "PostgreSQL down {outage_seconds} s with {in_flight_at_outage:,} claims in flight"),
+    ("freeze", "broker frozen {freeze_seconds} s; events stored meanwhile: {stored_while_frozen}"),
+    ("consumer", "{batches_not_stored:,} batches not stored (read again), "
+                 "{commits_refused:,} offset commits refused (batch read again)"),
+    ("offsets", "committed {committed} / end {end} ({messages_in_topic:,} messages, "
+                "{messages_resent_by_producer:,} resent by the producer)"),
+    ("workers", "{workers} x {concurrency} concurrency; exit codes on SIGTERM at the end "
+                "{worker_exit_codes}"),
+    ("survived", "the same worker processes throughout: {workers_survived}"),
+    ("recovered", "{stale_claims_recovered:,} claims recovered as stale by the workers' sweep"),
+    ("slow", "{slow_timeouts:,} answers too late for the 1 s timeout, recorded as timeouts "
+             "({attempts_never_read:,} requests the receiver never read in time)"),
+    ("elapsed", "{elapsed_seconds} s"),
+)
+
+
+def report(name: str, verdict: Verdict) -> str:
+    """Return the readable report of one scenario."""
+    counts = {"succeeded": 0, "failed": 0, "cancelled": 0, **verdict.counts}
+    if "kills_times_concurrency" in counts:
+        over = counts["duplicate_posts"] - counts["kills_times_concurrency"]
+        counts["within_bound"] = ("within" if over <= 0 else
+                                  f"over by {over:,} (answers waiting to be recorded count too)")
+    lines = [f"chaos: {name}"]
+    for label, text in LINES:
+        with contextlib.suppress(KeyError):
+            lines.append(f"  {label:<11} {text.format(**counts)}")
+    if verdict.ok:
+        lines.append("  verdict     OK: every check passed")
+    else:
+        lines.append("  verdict     FAILED")
+        for kind, examples in verdict.problems.items():
+            lines.append(f"    {verdict.problem_counts[kind]:>6} x {kind}")
+            lines.extend(f"             {example}" for example in examples)
+    return "\n".join(lines)
