@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,17 +109,18 @@ def worker_environment(dsn: str, **settings: str) -> dict[str, str]:
         "DATABASE_URL": dsn,
         "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS": "true",
         "WEBHOOKS_METRICS_PORT": "0",
-        "WEBHOOKS_LOG_LEVEL": "warning",
         **settings,
     }
 
 
 @contextlib.contextmanager
 def workers(dsn: str, count: int = 1, **settings: str) -> Iterator[list[subprocess.Popen]]:
-    """Run `count` `webhooks worker` processes; stop them warmly at the end."""
+    """Run `count` `webhooks worker` processes (JSON logs to files); stop them warmly."""
     env = worker_environment(dsn, **settings)
-    processes = [subprocess.Popen([sys.executable, "-m", "service", "worker"], cwd=ROOT,
-                                  env=env) for _ in range(count)]
+    logs = Path(tempfile.mkdtemp(prefix="webhooks-bench-logs-"))
+    processes = [subprocess.Popen([sys.executable, "-m", "service", "worker"], cwd=ROOT, env=env,
+                                  stderr=(logs / f"worker-{n}.log").open("w"))
+                 for n in range(count)]
     try:
         yield processes
     finally:

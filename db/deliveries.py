@@ -61,11 +61,12 @@ class AttemptResult:
 
 @dataclass(frozen=True)
 class Moved:
-    """A delivery that changed state, and its new state."""
+    """A delivery that changed state, its new state, and the claim that moved it (if any)."""
 
     id: int
     status: str
     next_attempt_at: datetime | None = None
+    token: uuid.UUID | None = None
 
 
 def claim_due(pool: ConnectionPool, *, owner: str, limit: int) -> list[Claimed]:
@@ -100,7 +101,8 @@ def record(pool: ConnectionPool, results: Sequence[AttemptResult]) -> list[Moved
     }
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["record_attempts"], params)
-        return [Moved(id, status, due) for id, status, due, _ in cursor.fetchall()]
+        return [Moved(id, status, due, uuid.UUID(str(token)))
+                for id, token, status, due, _ in cursor.fetchall()]
 
 
 def release(pool: ConnectionPool, claims: Sequence[tuple[int, uuid.UUID]]) -> list[Moved]:

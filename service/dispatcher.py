@@ -18,6 +18,7 @@ import logging
 import random
 import time
 import uuid
+from collections import Counter
 from datetime import timedelta
 
 import gevent
@@ -235,18 +236,23 @@ class Dispatcher:
         if not done:
             return
         moved = self._with_retries(deliveries.record, [result for _, _, result in done])
-        states = {m.id: m for m in moved}
-        for claimed, response, result in done:
+        states = {(m.id, m.token): m for m in moved}
+        self.telemetry.attempts((r.outcome, r.status_code, r.duration) for _, r, _ in done)
+        for status, count in Counter(m.status for m in moved).items():
+            self.telemetry.transition("delivering", status, count)
+        for claimed, _, result in done:
             self._free(claimed)
-            self.telemetry.attempt(response.outcome, response.status_code, response.duration)
-            state = states.get(claimed.id)
+            state = states.get(_key(claimed))
             if state is None:
                 log.warning("claim was lost before the result arrived; attempt kept, state "
                             "unchanged", extra=_fields(claimed, result))
                 continue
-            self.telemetry.transition("delivering", state.status)
-            log.info("attempt", extra={**_fields(claimed, result), "status": state.status,
-                                       "next_attempt_at": state.next_attempt_at})
+            # Successes are the bulk and their history is in the database: debug level.
+            level = logging.DEBUG if state.status == "succeeded" else logging.INFO
+            if log.isEnabledFor(level):
+                log.log(level, "attempt", extra={**_fields(claimed, result),
+                                                 "status": state.status,
+                                                 "next_attempt_at": state.next_attempt_at})
 
     def _release(self, claims: list[Claimed], *, reason: str) -> None:
         try:

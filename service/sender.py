@@ -9,6 +9,7 @@ slip a private address in between the check and the connection.
 
 from __future__ import annotations
 
+import functools
 import re
 import socket
 import time
@@ -141,7 +142,11 @@ class Sender:
 
     def _post(self, url: str, body: bytes, headers: dict[str, str], started: float) -> Response:
         request = requests.PreparedRequest()
-        request.prepare(method="POST", url=url, headers=headers, data=body)
+        request.method = "POST"
+        request.url = _prepared_url(url)
+        request.prepare_headers(headers)  # refuses header values that could inject lines
+        request.headers["Content-Length"] = str(len(body))
+        request.body = body
         response = self.adapter.send(request, stream=True, timeout=self.timeout)
         try:
             excerpt = _read_excerpt(response)
@@ -159,6 +164,14 @@ class Sender:
     @staticmethod
     def _failed(outcome: str, started: float, error: str) -> Response:
         return Response(outcome, 0, time.monotonic() - started, error=error[:1000])
+
+
+@functools.lru_cache(maxsize=4096)
+def _prepared_url(url: str) -> str:
+    """Return `url` as requests sends it (IDNA host, percent-encoding); endpoints repeat."""
+    request = requests.PreparedRequest()
+    request.prepare_url(url, None)
+    return request.url
 
 
 def _read_excerpt(response: requests.Response) -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
@@ -77,9 +78,14 @@ class Telemetry:
             "webhooks_retry_queue_depth", callbacks=[self._observe_queue_depth],
             description=f"Pending deliveries (capped at {QUEUE_DEPTH_CAP:,})")
 
-    def attempt(self, outcome: str, status_code: int, duration: float) -> None:
-        self._attempts.add(1, {"outcome": outcome, "status_class": status_class(status_code)})
-        self._duration.record(duration, {"outcome": outcome})
+    def attempts(self, results: Iterable[tuple[str, int, float]]) -> None:
+        """Count (outcome, status code, seconds) of finished attempts, one add per kind."""
+        kinds: Counter[tuple[str, str]] = Counter()
+        for outcome, status_code, duration in results:
+            kinds[outcome, status_class(status_code)] += 1
+            self._duration.record(duration, {"outcome": outcome})
+        for (outcome, status), count in kinds.items():
+            self._attempts.add(count, {"outcome": outcome, "status_class": status})
 
     def transition(self, source: str, target: str, count: int = 1) -> None:
         if count:

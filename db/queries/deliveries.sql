@@ -70,13 +70,13 @@ moved AS (
     FROM results r, configs_now c
     WHERE d.id = r.delivery_id AND c.id = d.config_id
       AND d.status = 'delivering' AND d.claim_token = r.claim_token
-    RETURNING d.id, d.status, d.next_attempt_at
+    RETURNING d.id, r.claim_token, d.status, d.next_attempt_at
 ),
 wake AS (
     SELECT pg_notify('webhooks_deliveries_due', '')
     FROM (SELECT 1 FROM moved WHERE status = 'pending' AND next_attempt_at <= now() LIMIT 1) m
 )
-SELECT id, status, next_attempt_at, (SELECT count(*) FROM wake) FROM moved
+SELECT id, claim_token, status, next_attempt_at, (SELECT count(*) FROM wake) FROM moved
 
 -- release_claims --
 -- Hand claimed deliveries back without an attempt: pending and due now if their config is active, else cancelled
