@@ -45,7 +45,7 @@ def run(names: list[str], sizes: scenarios.Sizes, progress) -> dict:
                 out["polling"] = scenarios.polling_design(pg, sizes)
             elif name == "ingest":
                 from bench import ingest
-                out.update(ingest.scenario(pg, sizes))
+                out.update(ingest.scenario(sizes))
             elif name == "latency":
                 out["latency"] = scenarios.latency(pg, sizes)
             elif name == "backlog":

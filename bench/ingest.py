@@ -16,7 +16,10 @@ patch()
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -43,15 +46,21 @@ PARTITIONS = 4
 PAYLOAD_BYTES = 100
 
 
-def scenario(pg, sizes) -> dict:
-    """Ingest `sizes.deliveries` messages at each fan-out; return one result per fan-out."""
+def scenario(sizes) -> dict:
+    """Ingest `sizes.deliveries` messages at each fan-out; return one result per fan-out.
+
+    It runs as `python -m bench.ingest` in a process of its own, with its own durable
+    PostgreSQL and broker, so the peak memory it reports is that of an ingesting
+    consumer alone.
+    """
     events = sizes.deliveries
     batch_size = min(BATCH_SIZE, max(10, events // 20))  # several batches even when --quick
-    with _kafka() as broker:
-        broker.create_topic(TOPIC, PARTITIONS)
-        _fill(broker, TOPIC, events, PAYLOAD_BYTES)
-        return {f"ingest_fan_out_{fan_out}": _run(pg, broker, events, batch_size, fan_out)
-                for fan_out in FAN_OUTS}
+    output = Path(tempfile.mkdtemp(prefix="webhooks-ingest-")) / "ingest.json"
+    subprocess.run([sys.executable, "-m", "bench.ingest", "--events", str(events),
+                    "--batch-size", str(batch_size), "--output", str(output)],
+                   cwd=env.ROOT, check=True, stdout=subprocess.DEVNULL)
+    runs = json.loads(output.read_text())["runs"]
+    return {f"ingest_fan_out_{run['fan_out']}": run for run in runs}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,6 +140,7 @@ def _run(pg, broker: LocalKafka, events: int, batch_size: int, fan_out: int) -> 
         kafka_group_id=f"bench-{fan_out}-{time.monotonic_ns()}", kafka_batch_size=batch_size,
         kafka_session_timeout=SESSION_TIMEOUT)
     consumer = Consumer(pool, settings, telemetry=Telemetry(role="bench"), name="bench")
+    _reset_peak_rss()  # the filling producer's memory is not the consumer's
     consumer.start()
     progress = consumer.progress
     while progress.batches == 0:
@@ -158,7 +168,19 @@ def _run(pg, broker: LocalKafka, events: int, batch_size: int, fan_out: int) -> 
         "seconds": round(seconds, 3),
         "batches": progress.batches,
         "batch_size": batch_size,
+        "peak_rss_mb": _peak_rss_mb(),
     }
+
+
+def _reset_peak_rss() -> None:
+    """Start the peak-memory count afresh (Linux: /proc/self/clear_refs, value 5)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def _peak_rss_mb() -> float | None:
+    peak = env.peak_rss_mb(os.getpid())
+    return None if peak is None else round(peak, 1)
 
 
 if __name__ == "__main__":
