@@ -52,6 +52,7 @@ def run(names: list[str], sizes: scenarios.Sizes, progress) -> dict:
                 out["backlog"] = scenarios.backlog(pg, sizes)
             progress(f"  {name} done in {time.monotonic() - started:.0f}s")
     results["ratios"] = ratios(out)
+    results["targets"] = targets(out, results["ratios"])
     return results
 
 
@@ -75,6 +76,32 @@ def ratios(out: dict) -> dict:
     return found
 
 
+# (name, where the number is, comparison, target) — issue #7's targets for a 2-core machine.
+TARGETS = (
+    ("dispatch ≥ 0.8 x raw ceiling", ("ratios", "dispatch_vs_ceiling"), ">=", 0.8),
+    ("dispatch ≥ 2.5 x Celery", ("ratios", "dispatch_vs_celery"), ">=", 2.5),
+    ("dispatch ≥ 3 x procrastinate", ("ratios", "dispatch_vs_procrastinate"), ">=", 3.0),
+    ("dispatch ≥ 60 x polling design", ("ratios", "dispatch_vs_polling"), ">=", 60.0),
+    ("ingest ≥ 10,000 events/s at fan-out 1", ("ingest_fan_out_1", "per_second"), ">=", 10_000),
+    ("latency p99 ≤ 50 ms", ("latency", "p99_ms"), "<=", 50.0),
+    ("backlog ≥ 0.8 x dispatch", ("ratios", "backlog_vs_dispatch"), ">=", 0.8),
+    ("worker peak RSS ≤ 200 MB (dispatch)", ("dispatch_1", "peak_rss_mb"), "<=", 200.0),
+    ("consumer peak RSS ≤ 200 MB (ingest)", ("ingest_fan_out_1", "peak_rss_mb"), "<=", 200.0),
+)
+
+
+def targets(out: dict, found_ratios: dict) -> list[dict]:
+    """Return each target that was measured in this run, with its value and whether it is met."""
+    checked = []
+    for name, (where, key), comparison, target in TARGETS:
+        value = (found_ratios if where == "ratios" else out.get(where, {})).get(key)
+        if value is None:
+            continue
+        met = value >= target if comparison == ">=" else value <= target
+        checked.append({"target": name, "value": value, "met": met})
+    return checked
+
+
 def table(results: dict) -> str:
     lines = [f"{'scenario':<22} {'result':>14}  details", "-" * 78]
     for name, values in results["scenarios"].items():
@@ -90,6 +117,11 @@ def table(results: dict) -> str:
     lines.append("-" * 78)
     for name, value in results["ratios"].items():
         lines.append(f"{name:<36} {value:>8.3f}")
+    if results.get("targets"):
+        lines.append("-" * 78)
+    for check in results.get("targets", ()):
+        verdict = "met" if check["met"] else "MISSED"
+        lines.append(f"{check['target']:<40} {check['value']:>12,.3f}  {verdict}")
     return "\n".join(lines)
 
 
