@@ -111,7 +111,7 @@ class Dispatcher:
             recorder.kill()
         unfinished = list(self.inflight.values())
         if unfinished:
-            self._release(unfinished, reason="shutdown")
+            self._release(unfinished, reason="shutdown", deadline=deadline)
         self.sender.close()
 
     # -- claiming ---------------------------------------------------------------------------
@@ -134,7 +134,7 @@ class Dispatcher:
             except DatabaseError as error:
                 failures += 1
                 log.warning("claim failed; retrying", extra={"error": str(error)})
-                self._pause(failures)
+                gevent.sleep(_pause_after(failures))
                 continue
             self._launch(claimed)
             if len(claimed) < limit:
@@ -254,10 +254,12 @@ class Dispatcher:
                                                  "status": state.status,
                                                  "next_attempt_at": state.next_attempt_at})
 
-    def _release(self, claims: list[Claimed], *, reason: str) -> None:
+    def _release(self, claims: list[Claimed], *, reason: str,
+                 deadline: float | None = None) -> None:
         try:
             moved = self._with_retries(
-                deliveries.release, [(c.id, c.token) for c in claims], attempts=5)
+                deliveries.release, [(c.id, c.token) for c in claims], attempts=5,
+                deadline=deadline)
         except DatabaseError:
             log.error("could not hand claims back; they will be recovered when stale",
                       extra={"deliveries": len(claims), "reason": reason})
@@ -274,22 +276,29 @@ class Dispatcher:
         self._started_at.pop(_key(claimed), None)
         self._slot_freed.set()
 
-    def _with_retries(self, operation, argument, *, attempts: int | None = None):
+    def _with_retries(self, operation, argument, *, attempts: int | None = None,
+                      deadline: float | None = None):
+        """Call `operation` until it reaches the database, at most `attempts` times, and
+        never starting a retry that would begin after the monotonic `deadline`."""
         failures = 0
         while True:
             try:
                 return operation(self.pool, argument)
             except DatabaseUnavailable as error:
                 failures += 1
+                pause = _pause_after(failures)
                 if attempts is not None and failures >= attempts:
+                    raise
+                if deadline is not None and time.monotonic() + pause >= deadline:
                     raise
                 log.warning("database call failed; retrying",
                             extra={"error": str(error), "operation": operation.__name__})
-                self._pause(failures)
+                gevent.sleep(pause)
 
-    @staticmethod
-    def _pause(failures: int) -> None:
-        gevent.sleep(min(DATABASE_RETRY_CAP, 0.1 * 2 ** min(failures, 10)))
+
+def _pause_after(failures: int) -> float:
+    """Seconds to wait before retrying a database call that failed `failures` times."""
+    return min(DATABASE_RETRY_CAP, 0.1 * 2 ** min(failures, 10))
 
 
 def _key(claimed: Claimed) -> ClaimKey:

@@ -7,10 +7,12 @@ Prometheus registry so several can live side by side (tests, `webhooks dev`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
+import gevent
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.propagate import inject
@@ -28,6 +30,9 @@ from service.classify import status_class
 
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)  # seconds
 QUEUE_DEPTH_CAP = 1_000_000
+SHUTDOWN_TIMEOUT = 5.0  # seconds shutdown() waits for the collector by default
+
+log = logging.getLogger(__name__)
 
 
 class Telemetry:
@@ -135,11 +140,28 @@ class Telemetry:
     def prometheus_text(self) -> bytes:
         return generate_latest(self.registry)
 
-    def shutdown(self) -> None:
-        with contextlib.suppress(Exception):
-            self._meter_provider.shutdown(timeout_millis=2000)
-        with contextlib.suppress(Exception):
-            self._tracer_provider.shutdown()
+    def shutdown(self, timeout: float = SHUTDOWN_TIMEOUT) -> None:
+        """Flush what waits for the collector and stop, giving up after `timeout` seconds.
+
+        An unreachable collector must not keep a stopping process alive past its grace
+        period (the platform would kill it): what is not exported by then is dropped.
+        """
+        millis = max(1, int(timeout * 1000))
+
+        def flush_and_stop() -> None:
+            with contextlib.suppress(Exception):
+                self._tracer_provider.force_flush(timeout_millis=millis)
+            with contextlib.suppress(Exception):
+                self._meter_provider.shutdown(timeout_millis=millis)
+            with contextlib.suppress(Exception):
+                self._tracer_provider.shutdown()
+
+        stopping = gevent.spawn(flush_and_stop)
+        stopping.join(timeout=max(0.0, timeout))
+        if not stopping.dead:
+            stopping.kill(block=False)
+            log.warning("telemetry not flushed within the shutdown grace; the rest is dropped",
+                        extra={"timeout_seconds": timeout})
 
     def _observe_queue_depth(self, options: CallbackOptions) -> list[Observation]:
         if self._queue_depth_source is None:

@@ -25,6 +25,8 @@ from service.status_server import StatusServer
 from service.telemetry import Telemetry
 from service.wakeup import DueListener
 
+TELEMETRY_FLUSH_FLOOR = 0.5  # seconds the last spans get even when the grace is spent
+
 log = logging.getLogger("webhooks.worker")
 
 
@@ -93,7 +95,8 @@ class Worker:
         if self.status_server:
             self.status_server.stop()
         self.pool.close()
-        self.telemetry.shutdown()
+        # What is left of the grace, but at least a moment: the last spans say how it ended.
+        self.telemetry.shutdown(max(TELEMETRY_FLUSH_FLOOR, _left(deadline)))
         self._stopped.set()
         log.info("worker stopped", extra={"worker": self.name})
 

@@ -2,6 +2,7 @@
 
 import collections
 import signal
+import time
 
 import gevent
 import pytest
@@ -115,3 +116,30 @@ def test_sigterm_hands_back_attempts_that_outlive_the_grace(
     assert row["status"] == "pending"
     assert row["claim_token"] is None
     assert row["attempt_count"] == 0
+
+
+def test_sigterm_exits_within_the_grace_when_collector_and_endpoint_hang(
+        make, receiver_factory, database_url, processes):
+    """A collector that never answers must not keep a stopping worker past its grace."""
+    arrived = gevent.event.Event()
+
+    def hang(request):
+        arrived.set()
+        gevent.sleep(60)
+        return Reply(200)
+
+    collector = receiver_factory(lambda request: (gevent.sleep(60), Reply(200))[1])
+    endpoint = receiver_factory(hang)
+    make.config(endpoint=endpoint.url)
+    _, (delivery_id,) = make.event()
+    worker = worker_process(database_url, WEBHOOKS_SHUTDOWN_TIMEOUT="2s",
+                            OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{collector.port}")
+    processes.append(worker)
+    assert arrived.wait(30)
+    stopping = time.monotonic()
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    # The grace (2 s) plus the fixed allowances of a stop (claimer, recorder, last flush).
+    assert time.monotonic() - stopping < 2 + 4
+    row = make.row(delivery_id)
+    assert (row["status"], row["claim_token"], row["attempt_count"]) == ("pending", None, 0)
