@@ -1,9 +1,12 @@
 -- ingest_events --
 -- Store new events and, in the same statement, one pending delivery per active config subscribed to each event's exact type; repeated event ids create nothing; wake idle dispatchers
 WITH input AS (
+    -- An id repeated within the batch keeps its first occurrence, as a later batch would.
     SELECT DISTINCT ON (id) id, type, payload, occurred_at
     FROM unnest(%(ids)s::text[], %(types)s::text[], %(payloads)s::text[],
-                %(occurred_at)s::timestamptz[]) AS i (id, type, payload, occurred_at)
+                %(occurred_at)s::timestamptz[]) WITH ORDINALITY
+        AS i (id, type, payload, occurred_at, position)
+    ORDER BY id, position
 ),
 new_events AS (
     INSERT INTO events (id, type, payload, occurred_at, source)

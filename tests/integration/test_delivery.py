@@ -82,6 +82,21 @@ def test_batch_ingest_counts_and_ignores_repeats(pool, make):
     assert (counts.events_created, counts.deliveries_created) == (0, 0)
 
 
+def test_an_id_repeated_within_one_batch_keeps_its_first_occurrence(pool, make):
+    make.config(event_types=["t", "u"])
+    batch = [events.new_event("same", "t", {"n": 0}, max_payload=1000)]
+    batch += [events.new_event(f"other-{n}", "t", {"n": n}, max_payload=1000) for n in range(50)]
+    batch += [events.new_event("same", "u", {"n": 1}, max_payload=1000)]
+    for ordered in (batch, batch[::-1]):
+        with pool.transaction() as cursor:
+            cursor.execute("TRUNCATE events, deliveries, delivery_attempts")
+            counts = events.ingest(cursor, ordered, source="kafka")
+            assert (counts.events_created, counts.deliveries_created) == (51, 51)
+            cursor.execute("SELECT type, payload::text FROM events WHERE id = 'same'")
+            expected = next(e for e in ordered if e.id == "same")
+            assert cursor.fetchone() == (expected.type, expected.payload)
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
