@@ -132,6 +132,13 @@ def test_outstanding_retries_are_delivered_by_a_worker(former_database, receiver
     Webhook(SECRET).verify(request.body, request.headers)
     wait_until(lambda: _run(dsn, "SELECT status FROM deliveries WHERE event_id = 'w1'")
                == [("succeeded",)])
+    assert request.headers["webhook-attempt"] == "1"
+    history = _run(dsn, "SELECT a.replay_generation, a.attempt_number, a.outcome FROM"
+                        " delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id"
+                        " WHERE d.event_id = 'w1' ORDER BY a.id")
+    assert history == [(0, 1, "http_error"), (0, 2, "http_error"), (1, 1, "success")]
+    assert _run(dsn, "SELECT replay_generation, attempt_count FROM deliveries"
+                     " WHERE event_id = 'w1'") == [(1, 1)]
 
 
 def test_an_interrupted_backfill_resumes_without_doubles(former_database):
