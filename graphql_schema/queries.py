@@ -7,6 +7,7 @@ from datetime import datetime
 import strawberry
 
 from db import configs, inspection, rejected
+from db.errors import InvalidInput, NotFound
 from graphql_schema import arguments, cursors
 from graphql_schema.connections import (
     DEFAULT_PAGE,
@@ -68,11 +69,17 @@ class Query:
                           lambda row: cursors.encode("deliveries", id=row.id),
                           DeliverySummary.from_row)
 
-    @strawberry.field(description="One delivery with its payload and attempts; null if unknown.")
+    @strawberry.field(description="One delivery with its payload and attempts. An id that "
+                                  "cannot name a delivery is BAD_USER_INPUT; an unknown one, "
+                                  "NOT_FOUND.")
     def delivery(self, info: Info, id: strawberry.ID) -> Delivery | None:
         number = arguments.delivery_id(id)
-        row = None if number is None else inspection.delivery(info.context.pool, number)
-        return None if row is None else Delivery.from_detail(row)
+        if number is None:
+            raise InvalidInput(f"id: {_shown(id)} is not a delivery id (a positive integer)")
+        row = inspection.delivery(info.context.pool, number)
+        if row is None:
+            raise NotFound(f"delivery {number} not found")
+        return Delivery.from_detail(row)
 
     @strawberry.field(description="Configs that are not deleted, newest first.")
     def configs(self, info: Info, active: bool | None = None, first: int | None = DEFAULT_PAGE,
@@ -87,10 +94,12 @@ class Query:
             Config.from_row,
         )
 
-    @strawberry.field(description="One config; null if unknown or deleted.")
+    @strawberry.field(description="One config; NOT_FOUND if unknown or deleted.")
     def config(self, info: Info, id: strawberry.ID) -> Config | None:
         row = configs.get(info.context.pool, arguments.text(id, "id"))
-        return None if row is None else Config.from_row(row)
+        if row is None:
+            raise NotFound(f"config {_shown(id)} not found")
+        return Config.from_row(row)
 
     @strawberry.field(description="Counts by status, queue depth and backlog age.")
     def stats(self, info: Info) -> Stats:
@@ -113,3 +122,9 @@ class Query:
         return connection(RejectedEventConnection, RejectedEventEdge, rows, limit,
                           lambda row: cursors.encode("rejectedEvents", id=row.id),
                           RejectedEvent.from_row)
+
+
+def _shown(id: object) -> str:
+    """Return an id as error messages show it: quoted, and cut short when long."""
+    text = str(id)
+    return repr(text if len(text) <= 40 else text[:40] + "…")

@@ -134,8 +134,12 @@ def test_an_unknown_config_is_not_found(shared_api, mutation, id):
         assert error["extensions"]["code"] == "NOT_FOUND"
 
 
-def test_an_unknown_config_query_is_null(shared_api):
-    assert shared_api.data(ONE, {"id": "nope"}) == {"config": None}
+def test_an_unknown_config_query_is_not_found(shared_api):
+    error = shared_api.error(ONE, {"id": "nope"})
+    assert (error["extensions"]["code"], error["message"]) == ("NOT_FOUND",
+                                                              "config 'nope' not found")
+    long = shared_api.error(ONE, {"id": "x" * 5000})["message"]
+    assert len(long) < 80
     assert shared_api.code(ONE, {"id": "a\x00"}) == "BAD_USER_INPUT"
 
 
@@ -162,7 +166,7 @@ def test_a_deleted_config_disappears_but_its_deliveries_stay_inspectable(api, ma
     result = api.data('mutation ($id: ID!) { deleteConfig(id: $id) { cancelledDeliveries '
                       'config { id active } } }', {"id": config.id})["deleteConfig"]
     assert result == {"cancelledDeliveries": 1, "config": {"id": config.id, "active": False}}
-    assert api.data(ONE, {"id": config.id}) == {"config": None}
+    assert api.code(ONE, {"id": config.id}) == "NOT_FOUND"
     assert api.data(LIST)["configs"]["edges"] == []
     delivery = api.data('query ($id: ID!) { delivery(id: $id) { status configId } }',
                         {"id": delivery_id})

@@ -199,10 +199,19 @@ def test_any_json_payload_comes_back_as_it_was(api, make, payload):
     assert api.data(DETAIL, {"id": delivery_id})["delivery"]["payload"] == {"wrapped": payload}
 
 
-@pytest.mark.parametrize("id", ["999999", "abc", "-1", "0", "1.5", "99999999999999999999999",
+def test_an_unknown_delivery_is_not_found(shared_api):
+    error = shared_api.error(DETAIL, {"id": "999999"})
+    assert error["extensions"]["code"] == "NOT_FOUND"
+    assert error["message"] == "delivery 999999 not found"
+    assert error["path"] == ["delivery"]
+
+
+@pytest.mark.parametrize("id", ["abc", "-1", "0", "1.5", "99999999999999999999999",
                                 "", " ", "\x00", "1e3", "\u0661"])
-def test_an_unknown_delivery_is_null(shared_api, id):
-    assert shared_api.data(DETAIL, {"id": id}) == {"delivery": None}
+def test_an_id_that_cannot_name_a_delivery_is_bad_input(shared_api, id):
+    error = shared_api.error(DETAIL, {"id": id})
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    assert "is not a delivery id" in error["message"]
 
 
 def test_an_integer_id_works_too(api, make):
