@@ -21,6 +21,10 @@ SECRET_BYTES = 24  # random bytes in a generated secret
 SECRET_MIN_BYTES, SECRET_MAX_BYTES = 24, 64  # accepted key sizes (Standard Webhooks)
 MAX_EVENT_TYPE_LENGTH = 255
 MAX_ENDPOINT_LENGTH = 2048
+# Rotated-out secrets that keep signing at once, newest first. Each adds a signature (about 50
+# bytes) to every request's `webhook-signature` header and an HMAC to every attempt; without a
+# cap, rotating in a loop would grow the header without bound.
+MAX_PREVIOUS_SECRETS = 5
 
 
 @dataclass(frozen=True)
@@ -203,12 +207,18 @@ def delete(pool: ConnectionPool, id: str) -> ConfigChange:
 def rotate_secret(
     pool: ConnectionPool, id: str, *, grace_seconds: float, secret: str | None = None
 ) -> tuple[Config, str]:
-    """Install a new secret (minted when none is given); the old one signs during the grace."""
+    """Install a new secret (minted when none is given); the old ones sign during their grace.
+
+    The current secret keeps signing for `grace_seconds`, alongside earlier rotated-out
+    secrets whose grace has not ended (the newest `MAX_PREVIOUS_SECRETS` of them). A grace of
+    0 revokes at once: every previous secret stops signing.
+    """
     secret = check_secret(secret) if secret else mint_secret()
     with pool.transaction() as cursor:
         cursor.execute(
             QUERIES["rotate_config_secret"],
-            {"id": id, "secret": secret, "grace_seconds": float(grace_seconds)},
+            {"id": id, "secret": secret, "grace_seconds": float(grace_seconds),
+             "keep": MAX_PREVIOUS_SECRETS},
         )
         return _found(as_dict(cursor), id), secret
 

@@ -32,7 +32,7 @@ class Claimed:
     config_active: bool
     endpoint: str
     secret: str = field(repr=False)
-    previous_secret: str | None = field(repr=False)
+    previous_secrets: list[str] = field(repr=False)  # unexpired rotated-out ones, newest first
     attempt_count: int
     replay_generation: int
     generation_started_at: datetime

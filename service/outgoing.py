@@ -26,9 +26,7 @@ def body(claimed: Claimed) -> bytes:
 def headers(claimed: Claimed, payload: bytes, *, now: float | None = None) -> dict[str, str]:
     """Return the HTTP headers of an attempt, signed with every secret valid now."""
     timestamp = int(time.time() if now is None else now)
-    secrets = [claimed.secret]
-    if claimed.previous_secret:
-        secrets.append(claimed.previous_secret)
+    secrets = [claimed.secret, *claimed.previous_secrets]
     return {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,

@@ -47,11 +47,23 @@ WHERE id = %(id)s AND deleted_at IS NULL
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at
 
 -- rotate_config_secret --
--- Install a new secret; the current one keeps signing until the grace period ends
+-- Install a new secret; with a grace, the current one joins the unexpired previous secrets (newest first, the `keep` newest kept), each signing until its own grace ends; without one, drop them all
 UPDATE configs
-SET previous_secret = CASE WHEN %(grace_seconds)s > 0 THEN secret END,
-    previous_secret_expires_at =
-        CASE WHEN %(grace_seconds)s > 0 THEN now() + make_interval(secs => %(grace_seconds)s) END,
+SET previous_secrets = CASE WHEN %(grace_seconds)s > 0 THEN (
+        SELECT coalesce(jsonb_agg(kept.entry ORDER BY kept.position), '[]')
+        FROM (
+            SELECT entry, position
+            FROM jsonb_array_elements(
+                     jsonb_build_array(jsonb_build_object(
+                         'secret', secret,
+                         'expires_at', now() + make_interval(secs => %(grace_seconds)s)))
+                     || previous_secrets
+                 ) WITH ORDINALITY AS candidate (entry, position)
+            WHERE (entry ->> 'expires_at')::timestamptz > now() AND entry ->> 'secret' <> %(secret)s
+            ORDER BY position
+            LIMIT %(keep)s
+        ) AS kept
+    ) ELSE '[]' END,
     secret = %(secret)s,
     updated_at = now()
 WHERE id = %(id)s AND deleted_at IS NULL

@@ -19,7 +19,11 @@ FROM due, events e, configs c
 WHERE d.id = due.id AND e.id = d.event_id AND c.id = d.config_id
 RETURNING d.id, d.event_id, e.type, e.payload::text, e.occurred_at, d.config_id, c.active,
           c.endpoint, c.secret,
-          CASE WHEN c.previous_secret_expires_at > now() THEN c.previous_secret END,
+          ARRAY(SELECT previous.entry ->> 'secret'
+                FROM jsonb_array_elements(c.previous_secrets) WITH ORDINALITY
+                    AS previous (entry, position)
+                WHERE (previous.entry ->> 'expires_at')::timestamptz > now()
+                ORDER BY previous.position),
           d.attempt_count, d.replay_generation, d.generation_started_at, now()
 
 -- record_attempts --

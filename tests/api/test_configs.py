@@ -182,10 +182,12 @@ def test_rotation_returns_a_new_secret_and_keeps_the_old_one_for_the_grace(api, 
                        '{ id } } }', {"id": config.id})["rotateConfigSecret"]
     assert rotated["secret"].startswith("whsec_") and rotated["secret"] != old
     with pool.transaction() as cursor:
-        cursor.execute("SELECT secret, previous_secret, previous_secret_expires_at - now()"
-                       " FROM configs WHERE id = %s", (config.id,))
-        secret, previous, remaining = cursor.fetchone()
-    assert (secret, previous) == (rotated["secret"], old)
+        cursor.execute("SELECT secret, previous_secrets -> 0 ->> 'secret',"
+                       " (previous_secrets -> 0 ->> 'expires_at')::timestamptz - now(),"
+                       " jsonb_array_length(previous_secrets) FROM configs WHERE id = %s",
+                       (config.id,))
+        secret, previous, remaining, count = cursor.fetchone()
+    assert (secret, previous, count) == (rotated["secret"], old, 1)
     assert 23.9 * 3600 < remaining.total_seconds() <= 24 * 3600
 
 

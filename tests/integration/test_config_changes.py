@@ -91,17 +91,18 @@ def test_attempts_use_the_current_endpoint_and_secret(make, receiver_factory, st
     wait_until(lambda: make.row(delivery_id)["status"] == "succeeded")
 
 
-def test_rotation_grace_signs_with_both_secrets(make, receiver_factory, start_worker):
+def test_rotation_grace_signs_with_every_unexpired_secret(make, receiver_factory, start_worker):
     receiver = receiver_factory()
     config = make.config(endpoint=receiver.url)
-    old_secret = make.secrets[config.id]
-    _, new_secret = configs.rotate_secret(make.pool, config.id, grace_seconds=3600)
+    first = make.secrets[config.id]
+    _, second = configs.rotate_secret(make.pool, config.id, grace_seconds=3600)
+    _, third = configs.rotate_secret(make.pool, config.id, grace_seconds=3600)
     make.event()
     start_worker()
     (request,) = receiver.wait_for(1)
-    assert len(request.headers["webhook-signature"].split(" ")) == 2
-    Webhook(old_secret).verify(request.body, request.headers)
-    Webhook(new_secret).verify(request.body, request.headers)
+    assert len(request.headers["webhook-signature"].split(" ")) == 3
+    for secret in (third, second, first):
+        Webhook(secret).verify(request.body, request.headers)
 
 
 def test_pending_delivery_of_an_inactive_config_is_cancelled_not_sent(

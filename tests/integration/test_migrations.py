@@ -100,3 +100,35 @@ def test_former_model_configs_survive_the_upgrade(empty_database_url):
         ("cfg-2", "https://b.example/hook", "b3RoZXI=", ["refund.created"], False, None),
     ]
     assert _query(empty_database_url, "SELECT count(*) FROM attempts")[0][0] == 0
+
+
+def test_an_unexpired_previous_secret_survives_the_move_to_a_list(empty_database_url):
+    (previous_secrets,) = [m for m in migrations() if m.name == "previous_secrets"]
+    for migration in migrations()[:previous_secrets.version - 1]:
+        _query(empty_database_url, migration.sql())
+    _query(empty_database_url,
+           "INSERT INTO configs (id, endpoint, secret, event_types, previous_secret,"
+           " previous_secret_expires_at) VALUES"
+           " ('in-grace', 'http://x', 'new', '{a}', 'old', now() + interval '1 hour'),"
+           " ('expired', 'http://x', 'new', '{a}', 'old', now() - interval '1 second'),"
+           " ('never-rotated', 'http://x', 'new', '{a}', NULL, NULL)")
+    (expires_at,) = _query(empty_database_url, "SELECT previous_secret_expires_at FROM configs"
+                                               " WHERE id = 'in-grace'")[0]
+    _query(empty_database_url, previous_secrets.sql())
+    rows = _query(
+        empty_database_url,
+        "SELECT id, secret, ARRAY(SELECT entry ->> 'secret'"
+        "  FROM jsonb_array_elements(previous_secrets) AS entry),"
+        " (previous_secrets -> 0 ->> 'expires_at')::timestamptz FROM configs ORDER BY id",
+    )
+    assert rows == [
+        ("expired", "new", [], None),
+        ("in-grace", "new", ["old"], expires_at),
+        ("never-rotated", "new", [], None),
+    ]
+    columns = {row[0] for row in _query(
+        empty_database_url,
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'configs'",
+    )}
+    assert "previous_secrets" in columns
+    assert not {"previous_secret", "previous_secret_expires_at"} & columns
