@@ -36,6 +36,7 @@ class Claimed:
     attempt_count: int
     replay_generation: int
     generation_started_at: datetime
+    last_backoff: float | None  # seconds, the backoff chosen after the previous attempt
     claimed_at: datetime
     token: uuid.UUID
 
@@ -57,6 +58,7 @@ class AttemptResult:
     next_status: str
     next_delay: float | None
     last_error: str | None
+    next_backoff: float | None = None  # the policy's delay within next_delay, kept for jitter
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,7 @@ def record(pool: ConnectionPool, results: Sequence[AttemptResult]) -> list[Moved
         "next_statuses": [r.next_status for r in results],
         "next_delays": [r.next_delay for r in results],
         "last_errors": [r.last_error for r in results],
+        "next_backoffs": [r.next_backoff for r in results],
     }
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["record_attempts"], params)

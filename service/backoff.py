@@ -99,6 +99,7 @@ class NextStep:
     retry: bool
     delay: float | None
     reason: str | None
+    backoff: float | None = None  # the policy's delay before Retry-After; the next `previous`
 
 
 def _duration(seconds: float) -> str:
@@ -120,9 +121,14 @@ def next_step(
     attempts_made: int,
     elapsed: float,
     retry_after: float | None = None,
+    previous: float | None = None,
     rng: random.Random | None = None,
 ) -> NextStep:
-    """Return whether and when to retry after the generation's latest attempt failed."""
+    """Return whether and when to retry after the generation's latest attempt failed.
+
+    `previous` is the backoff chosen after the attempt before (`NextStep.backoff`), from
+    which decorrelated jitter grows; the other algorithms ignore it.
+    """
     if attempts_made >= policy.max_attempts:
         reason = f"retry budget exhausted: {policy.max_attempts} attempts (WEBHOOKS_MAX_ATTEMPTS)"
         return NextStep(retry=False, delay=None, reason=reason)
@@ -132,8 +138,10 @@ def next_step(
         cap=policy.max_backoff,
         strategy=policy.strategy,
         jitter=policy.jitter,
+        previous=previous,
         rng=rng,
     )
+    backoff = delay
     if retry_after is not None and retry_after > delay:
         remaining = policy.retry_window - elapsed
         delay = max(delay, min(retry_after, policy.retry_after_cap, remaining))
@@ -141,4 +149,4 @@ def next_step(
         window = _duration(policy.retry_window)
         reason = f"retry window of {window} exhausted (WEBHOOKS_RETRY_WINDOW)"
         return NextStep(retry=False, delay=None, reason=reason)
-    return NextStep(retry=True, delay=delay, reason=None)
+    return NextStep(retry=True, delay=delay, reason=None, backoff=backoff)

@@ -24,6 +24,7 @@ def judge(
     code = response.status_code
     error = response.error or (None if 200 <= code < 300 else f"HTTP {code}")
     delay: float | None = None
+    backoff: float | None = None
     if response.outcome == BLOCKED:
         status, last_error = "failed", error
     elif (kind := classify(code)) == SUCCEEDED:
@@ -37,10 +38,12 @@ def judge(
             attempts_made=attempt_number,
             elapsed=max(0.0, elapsed),
             retry_after=parse_retry_after(response.retry_after, now=now),
+            previous=claimed.last_backoff,
             rng=rng,
         )
         if step.retry:
             status, delay, last_error = "pending", step.delay, error
+            backoff = step.backoff
         else:
             status, last_error = "failed", f"{error}; {step.reason}"
     return AttemptResult(
@@ -56,6 +59,7 @@ def judge(
         error=response.error,
         next_status=status,
         next_delay=delay,
+        next_backoff=backoff,
         last_error=last_error,
     )
 

@@ -24,7 +24,8 @@ RETURNING d.id, d.event_id, e.type, e.payload::text, e.occurred_at, d.config_id,
                     AS previous (entry, position)
                 WHERE (previous.entry ->> 'expires_at')::timestamptz > now()
                 ORDER BY previous.position),
-          d.attempt_count, d.replay_generation, d.generation_started_at, now()
+          d.attempt_count, d.replay_generation, d.generation_started_at, d.last_backoff_seconds,
+          now()
 
 -- record_attempts --
 -- Append one attempt per result (once per claim: a result recorded again adds nothing) and move each delivery still claimed with the given token to its next state; a non-2xx result of an inactive config becomes cancelled; return the deliveries that changed
@@ -34,10 +35,10 @@ WITH results AS (
                 %(generations)s::integer[], %(endpoints)s::text[], %(outcomes)s::text[],
                 %(status_codes)s::integer[], %(durations_ms)s::integer[],
                 %(excerpts)s::text[], %(errors)s::text[], %(next_statuses)s::text[],
-                %(next_delays)s::float8[], %(last_errors)s::text[])
+                %(next_delays)s::float8[], %(last_errors)s::text[], %(next_backoffs)s::float8[])
         AS r (delivery_id, claim_token, attempt_number, replay_generation, endpoint, outcome,
               status_code, duration_ms, response_excerpt, error, next_status, next_delay,
-              last_error)
+              last_error, next_backoff)
 ),
 attempts AS (
     INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation, endpoint,
@@ -65,6 +66,8 @@ moved AS (
         attempt_count = d.attempt_count + 1,
         next_attempt_at = CASE WHEN r.next_status = 'pending' AND c.active
                                THEN now() + make_interval(secs => r.next_delay) END,
+        last_backoff_seconds = CASE WHEN r.next_status = 'pending' AND c.active
+                                    THEN r.next_backoff END,
         last_status_code = r.status_code,
         last_error = r.last_error,
         claimed_at = NULL,

@@ -79,7 +79,8 @@ def test_window_reason_formats_durations_compactly(window, text):
 
 
 def test_delay_landing_exactly_on_the_window_still_retries():
-    assert next_step(RetryPolicy(), attempts_made=1, elapsed=36000 - 60) == NextStep(True, 60, None)
+    step = next_step(RetryPolicy(), attempts_made=1, elapsed=36000 - 60)
+    assert step == NextStep(True, 60, None, backoff=60)
     assert not next_step(RetryPolicy(), attempts_made=1, elapsed=36000 - 59).retry
 
 
@@ -109,7 +110,8 @@ def test_budget_wins_over_window_when_both_are_spent():
 def test_retry_after(attempts_made, elapsed, retry_after, delay):
     step = next_step(RetryPolicy(), attempts_made=attempts_made, elapsed=elapsed,
                      retry_after=retry_after)
-    assert step == NextStep(retry=True, delay=delay, reason=None)
+    backoff = compute_backoff(attempts_made, base=60, cap=3600)
+    assert step == NextStep(retry=True, delay=delay, reason=None, backoff=backoff)
 
 
 def test_retry_after_does_not_save_a_backoff_past_the_window():
@@ -132,6 +134,29 @@ def test_constant_retry_after_paces_the_generation():
     times, reason = _schedule(RetryPolicy(), retry_after=3 * 3600)
     assert [t / 3600 for t in times] == [0, 3, 6, 9, 10]
     assert "WEBHOOKS_RETRY_WINDOW" in reason
+
+
+def test_decorrelated_jitter_grows_from_the_backoff_carried_forward():
+    """retry-policy.txt: Delay = random(initial, min(max, previousDelay * 3)), chained."""
+    policy = RetryPolicy(jitter="decorrelated")
+    rng = random.Random(3)
+    previous, chain = None, []
+    for attempts_made in range(1, 12):
+        step = next_step(policy, attempts_made=attempts_made, elapsed=0, previous=previous,
+                         rng=rng)
+        high = min(3600.0, 3 * (previous if previous is not None else 60.0))
+        assert 60.0 <= step.delay <= max(60.0, high)
+        assert step.backoff == step.delay
+        previous = step.backoff
+        chain.append(step.delay)
+    assert len(set(chain)) == len(chain)  # random, not the un-jittered ladder
+    assert next_step(policy, attempts_made=5, elapsed=0, previous=60.0,
+                     rng=random.Random(1)).delay <= 180.0  # bounded by the carried value
+
+
+def test_the_carried_backoff_is_the_policy_delay_not_the_retry_after():
+    step = next_step(RetryPolicy(), attempts_made=1, elapsed=0, retry_after=600)
+    assert (step.delay, step.backoff) == (600, 60)
 
 
 def test_next_step_passes_jitter_and_rng_through():
