@@ -17,6 +17,8 @@ import gevent.event
 import pytest
 from gevent.server import StreamServer
 
+from bench.chaos import hostile
+
 
 @dataclass
 class Request:
@@ -34,8 +36,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b"ok"
     delay: float = 0.0  # seconds before answering
-    action: str = "reply"  # reply | reset | close | hang | raw | endless | slow_body |
-    #                        huge_length | endless_headers | long_header
+    action: str = "reply"  # reply | reset | close | raw, or one of bench/chaos/hostile.py:
+    #                        hang | endless_body | slow_body | huge_length | endless_headers |
+    #                        long_header
     raw: bytes = b""  # sent verbatim when action is "raw"
 
 
@@ -123,46 +126,22 @@ def _send(sock: socket.socket, reply: Reply) -> bool:
         return False
     if reply.action == "close":
         return False
-    if reply.action == "hang":
-        gevent.sleep(3600)
-        return False
     if reply.action == "raw":
         sock.sendall(reply.raw)
         return False
     headers = dict(reply.headers)
-    if reply.action == "huge_length":
-        sock.sendall(_head(reply.status, {**headers, "Content-Length": str(10 * 1024**3)})
-                     + b"x" * 1024)
-        gevent.sleep(3600)
-        return False
-    if reply.action == "endless_headers":
-        sock.sendall(b"HTTP/1.1 200 OK\r\n")
-        while True:
-            sock.sendall(b"X-Padding: " + b"y" * 100 + b"\r\n")
-    if reply.action == "long_header":
-        sock.sendall(b"HTTP/1.1 200 OK\r\nX-Long: ")
-        while True:
-            sock.sendall(b"z" * 65536)
-    if reply.action == "endless":
-        sock.sendall(_head(reply.status, {**headers, "Content-Length": str(10 * 1024**3)}))
-        chunk = b"x" * 65536
-        while True:
-            sock.sendall(chunk)
     if reply.action == "slow_body":
-        sock.sendall(_head(reply.status, {**headers, "Content-Length": str(len(reply.body))}))
-        for byte in reply.body:
-            sock.sendall(bytes([byte]))
-            gevent.sleep(0.5)
+        hostile.slow_body(sock, reply.status, headers, reply.body)
         return True
+    if reply.action in ("huge_length", "endless_body"):
+        getattr(hostile, reply.action)(sock, reply.status, headers)
+        return False
+    if reply.action in ("hang", "endless_headers", "long_header"):
+        getattr(hostile, reply.action)(sock)
+        return False
     headers.setdefault("Content-Length", str(len(reply.body)))
-    sock.sendall(_head(reply.status, headers) + reply.body)
+    sock.sendall(hostile.head(reply.status, headers) + reply.body)
     return True
-
-
-def _head(status: int, headers: dict[str, str]) -> bytes:
-    lines = [f"HTTP/1.1 {status} Status{status}"]
-    lines += [f"{name}: {value}" for name, value in headers.items()]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
 @pytest.fixture

@@ -1,12 +1,22 @@
-"""Prove "nothing lost" under crashes and outages: `python -m bench.chaos [--scenario ...]`.
+"""Prove "nothing lost" under crashes, outages and hostile input: `python -m bench.chaos`.
 
 Scenarios (docs/reliability.md): `crash` SIGKILLs a worker every --kill-every seconds and
 starts a new one; `database` kills PostgreSQL mid-run and starts it again on the same port;
 `broker` freezes the Kafka broker past the session timeout. Each publishes --events events
 to --configs subscribed configs on a receiver that fails --fail-rate of the attempts, waits
 until every delivery is terminal, and checks every delivery's history against what the
-receiver saw. Prints a report per scenario and writes JSON to bench/results/chaos.json;
-exits 1 when any check failed.
+receiver saw. `hostile` sends --per-kind deliveries to each hostile endpoint (endless body,
+10 GB Content-Length, endless headers, invalid HTTP, redirect inside, TLS errors, slow and
+hanging answers) and checks each attempt's record, duration and the workers' memory; `ssrf`
+sends --ssrf-rounds events to each target of the SSRF catalogue with private endpoints not
+allowed: every one blocked, no connection made; `poison` produces --poison-messages
+messages, one in five an event and the rest random bytes and malformed envelopes: every
+event delivered, every other message quarantined; `secrets` creates and rotates
+--secret-configs configs' secrets through `webhooks web`, delivers to endpoints that echo
+their signatures back, and looks for every secret and token in the API's output and errors
+and in every process's debug log. Without --scenario, all of them run.
+Prints a report per scenario and writes JSON to bench/results/chaos.json; exits 1 when any
+check failed.
 """
 
 from service.patch import patch
@@ -26,18 +36,20 @@ from pathlib import Path  # noqa: E402
 
 from bench import environment as env  # noqa: E402
 from bench.__main__ import machine  # noqa: E402
-from bench.chaos import scenarios  # noqa: E402
+from bench.chaos import attacks, scenarios  # noqa: E402
 from bench.chaos.check import Verdict  # noqa: E402
 from bench.chaos.report import report  # noqa: E402
 from bench.chaos.run import Options  # noqa: E402
+from bench.chaos.secrets import secrets  # noqa: E402
 from db.migrate import migrate  # noqa: E402
 from service.local_kafka import LocalKafka  # noqa: E402
 from service.local_postgres import temporary  # noqa: E402
 
-SCENARIOS = ("crash", "database", "broker")
+SCENARIOS = ("crash", "database", "broker", "hostile", "ssrf", "poison", "secrets")
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "chaos.json"
 QUICK = dict(events=600, kill_every=2.0, max_kills=3, session_timeout=2.0, freeze=3.5,
-             outage=3.0, rate=300.0)
+             outage=3.0, rate=300.0, per_kind=5, ssrf_rounds=2, poison_messages=1000,
+             secret_configs=10)
 
 
 def run(name: str, options: Options, workdir: Path, say) -> Verdict:
@@ -48,9 +60,13 @@ def run(name: str, options: Options, workdir: Path, say) -> Verdict:
     if name == "database":
         with _durable_postgres() as server, _broker() as broker:
             return scenarios.database_outage(server, broker, workdir, options, say)
+    if name in ("hostile", "ssrf", "secrets"):
+        scenario = {"hostile": attacks.hostile, "ssrf": attacks.ssrf, "secrets": secrets}[name]
+        with env.postgres() as pg:
+            return scenario(env.fresh_database(pg, "chaos"), workdir, options, say)
+    scenario = scenarios.broker_outage if name == "broker" else scenarios.poison_topic
     with env.postgres() as pg, _broker() as broker:
-        return scenarios.broker_outage(env.fresh_database(pg, "chaos"), broker, workdir,
-                                       options, say)
+        return scenario(env.fresh_database(pg, "chaos"), broker, workdir, options, say)
 
 
 @contextlib.contextmanager
@@ -79,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", choices=(*SCENARIOS, "all"), default="all")
-    parser.add_argument("--quick", action="store_true", help="600 events, 3 kills: a smoke run")
+    parser.add_argument("--quick", action="store_true",
+                        help="600 events, 3 kills, 5 per hostile endpoint, 2 SSRF rounds, "
+                             "1,000 poison messages, 10 secret configs: a smoke run")
     for field, help in (("events", "events published"), ("configs", "subscribed configs"),
                         ("fail_rate", "share of attempts the receiver fails"),
                         ("kill_every", "seconds between SIGKILLs"),
@@ -91,7 +109,11 @@ def main(argv: list[str] | None = None) -> int:
                         ("rate", "events published per second"), ("seed", "fault schedule"),
                         ("outage", "seconds PostgreSQL stays down"),
                         ("freeze", "seconds the broker stays frozen"),
-                        ("session_timeout", "WEBHOOKS_KAFKA_SESSION_TIMEOUT, seconds")):
+                        ("session_timeout", "WEBHOOKS_KAFKA_SESSION_TIMEOUT, seconds"),
+                        ("per_kind", "deliveries to each hostile endpoint"),
+                        ("ssrf_rounds", "events sent to each SSRF target"),
+                        ("poison_messages", "messages on the poison topic, one in five an event"),
+                        ("secret_configs", "configs whose secrets are looked for everywhere")):
         default = getattr(defaults, field)
         kind = float if isinstance(default, float) else int
         parser.add_argument(f"--{field.replace('_', '-')}", type=kind, dest=field,

@@ -55,7 +55,9 @@ class Verdict:
         return not self.problem_counts
 
 
-class _Findings:
+class Findings:
+    """Problems found: every one counted by kind, the first EXAMPLES of each kind quoted."""
+
     def __init__(self) -> None:
         self.examples: dict[str, list[str]] = defaultdict(list)
         self.counts: Counter = Counter()
@@ -65,10 +67,18 @@ class _Findings:
         if len(self.examples[kind]) < EXAMPLES:
             self.examples[kind].append(detail)
 
+    def require(self, condition: bool, kind: str, detail: str) -> None:
+        """Add a problem of `kind` unless `condition` holds."""
+        if not condition:
+            self.add(kind, detail)
+
+    def verdict(self, counts: dict[str, Any]) -> Verdict:
+        return Verdict(counts=counts, problems=dict(self.examples), problem_counts=self.counts)
+
 
 def check(evidence: Evidence, rules: Rules) -> Verdict:
     """Compare every (event, config) pair's delivery and history with the receiver's record."""
-    found = _Findings()
+    found = Findings()
     counts: Counter = Counter(dict.fromkeys(
         ("duplicate_posts", "unrecorded_posts", "fenced_attempts", "slow_timeouts",
          "attempts_never_read",
@@ -140,11 +150,11 @@ def check(evidence: Evidence, rules: Rules) -> Verdict:
     if rules.exactly_once and counts["duplicate_posts"]:
         found.add("POST sent twice without a crash", f"{counts['duplicate_posts']} POSTs",
                   counts["duplicate_posts"])
-    return Verdict(counts=dict(counts), problems=dict(found.examples), problem_counts=found.counts)
+    return found.verdict(dict(counts))
 
 
 def _check_delivery(delivery: Delivery, rows: list[Attempt], posts: list[dict], held: int,
-                    rules: Rules, found: _Findings, counts: Counter) -> list[float]:
+                    rules: Rules, found: Findings, counts: Counter) -> list[float]:
     """Check one delivery's history; return when each POST no attempt records arrived."""
     name = f"delivery {delivery.id}"
     rows_at: dict[tuple[int, int], list[Attempt]] = defaultdict(list)
@@ -227,7 +237,7 @@ def _per_kill(kills: list[Kill], unrecorded: dict[int, list[float]]) -> list[int
 
 
 def _check_end(delivery: Delivery, rows_at: dict[tuple[int, int], list[Attempt]], rules: Rules,
-               found: _Findings, *, exact: bool) -> None:
+               found: Findings, *, exact: bool) -> None:
     """Check the final state against the last attempt and, when `exact`, the fault schedule."""
     name = f"delivery {delivery.id}"
     if delivery.status not in ("succeeded", "failed"):

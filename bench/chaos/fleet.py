@@ -74,6 +74,7 @@ class Workers:
     workdir: Path
     settings: dict[str, str]
     count: int = 2
+    command: tuple[str, ...] = ("-m", "service", "worker")  # run by this Python
     processes: list[subprocess.Popen] = field(default_factory=list)
     kills: list[Kill] = field(default_factory=list)
     exited: dict[int, int] = field(default_factory=dict)  # pid -> exit code, unexpected exits
@@ -122,6 +123,10 @@ class Workers:
                 codes[process.pid] = None
         return codes
 
+    def peak_rss_mb(self) -> float:
+        """Return the highest peak resident memory of the running workers, in MiB."""
+        return max((env.peak_rss_mb(pid) or 0.0 for pid in self.alive()), default=0.0)
+
     def logged(self, text: str) -> int:
         """Return how many lines of all the workers' logs contain `text`."""
         return sum(line.count(text) for path in sorted(self.workdir.glob("worker-*.log"))
@@ -142,7 +147,7 @@ class Workers:
         log = (self.workdir / f"worker-{self._started}.log").open("wb")
         with log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "service", "worker"], cwd=env.ROOT,
+                [sys.executable, *self.command], cwd=env.ROOT,
                 env=env.worker_environment(self.dsn, **self.settings,
                                            WEBHOOKS_METRICS_PORT=str(port)),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)

@@ -1,7 +1,8 @@
 """Produce a chaos run's events to Kafka, at a steady rate, and retry until each is acknowledged.
 
 Every message carries its event id (`chaos-…`), as the docs advise producers to: a message
-the producer itself had to send twice still names one event.
+the producer itself had to send twice still names one event. A subclass may send other
+messages too (`Producer.messages`): the poison scenario mixes in messages that are no event.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import gevent
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -23,6 +25,12 @@ ROUNDS = 10  # times the producer sends a message again before the run gives up
 ACK_TIMEOUT = 120.0  # seconds to wait for the broker to acknowledge what was sent
 
 
+class Message(NamedTuple):
+    event_id: str | None  # the event it carries; None for a message that is no event
+    key: bytes
+    value: bytes | None
+
+
 class Producer:
     """A topic and a consumer group of their own on `broker`, and the events sent to it."""
 
@@ -34,7 +42,9 @@ class Producer:
         self.topic = f"chaos-{suffix}"
         self.group = f"chaos-{suffix}"
         self.resent = 0
-        self.acknowledged_ends: dict[int, int] = {}  # partition -> last acknowledged offset + 1
+        self.sent: list[Message] = []  # in the order sent
+        self.sent_at: list[float] = []  # Unix time each message of `sent` was first sent
+        self.acknowledged: dict[int, tuple[int, int]] = {}  # index in sent -> (partition, offset)
         broker.create_topic(self.topic, PARTITIONS)
 
     def settings(self) -> dict[str, str]:
@@ -43,43 +53,55 @@ class Producer:
                 "KAFKA_GROUP_ID": self.group,
                 "WEBHOOKS_KAFKA_SESSION_TIMEOUT": f"{self.options.session_timeout}s"}
 
+    @property
+    def acknowledged_ends(self) -> dict[int, int]:
+        """Return, per partition, the last offset the broker acknowledged + 1."""
+        ends: dict[int, int] = {}
+        for partition, offset in self.acknowledged.values():
+            ends[partition] = max(ends.get(partition, 0), offset + 1)
+        return ends
+
+    def messages(self, ids: list[str]) -> Iterator[Message]:
+        """Yield the messages to send: one event per id."""
+        for id in ids:
+            value = json.dumps({"type": self.event_type, "id": id, "payload": {"n": id}})
+            yield Message(id, id.encode(), value.encode())
+
     def produce(self, ids: list[str], published: dict[str, str]) -> None:
-        """Send one message per id, `options.rate` per second; wait until all are acknowledged."""
+        """Send `messages(ids)`, `options.rate` per second; wait until all are acknowledged."""
         producer = KafkaProducer(bootstrap_servers=self.broker.bootstrap, linger_ms=5)
         try:
             started = time.monotonic()
+            self.sent = list(self.messages(ids))
             pending = {}
-            for n, id in enumerate(ids):
-                pending[id] = self._send(producer, id)
-                published[id] = self.event_type
+            for n, message in enumerate(self.sent):
+                pending[n] = producer.send(self.topic, message.value, key=message.key)
+                self.sent_at.append(time.time())
+                if message.event_id is not None:
+                    published[message.event_id] = self.event_type
                 ahead = started + (n + 1) / self.options.rate - time.monotonic()
                 if ahead > 0:
                     gevent.sleep(ahead)
             for _ in range(ROUNDS):
                 producer.flush(timeout=ACK_TIMEOUT)
                 failed = []
-                for id, future in pending.items():
+                for n, future in pending.items():
                     metadata = _acknowledged(future)
                     if metadata is None:
-                        failed.append(id)
+                        failed.append(n)
                     else:
-                        self.acknowledged_ends[metadata.partition] = max(
-                            self.acknowledged_ends.get(metadata.partition, 0),
-                            metadata.offset + 1)
+                        self.acknowledged[n] = (metadata.partition, metadata.offset)
                 if not failed:
                     return
                 self.resent += len(failed)
-                pending = {id: self._send(producer, id) for id in failed}
+                pending = {n: producer.send(self.topic, self.sent[n].value, key=self.sent[n].key)
+                           for n in failed}
             raise RuntimeError(f"{len(pending)} messages never acknowledged by the broker")
         finally:
             producer.close(timeout=10)
 
     def counts(self) -> dict[str, int]:
         return {"messages_resent_by_producer": self.resent}
-
-    def _send(self, producer: KafkaProducer, id: str):
-        value = json.dumps({"type": self.event_type, "id": id, "payload": {"n": id}}).encode()
-        return producer.send(self.topic, value, key=id.encode())
 
 
 def _acknowledged(future) -> RecordMetadata | None:

@@ -27,8 +27,8 @@ import gevent.event  # noqa: E402
 from gevent.server import StreamServer  # noqa: E402
 
 from bench.chaos.faults import OK, choose  # noqa: E402
+from bench.chaos.hostile import read_request, request_headers  # noqa: E402
 
-MAX_HEAD = 64 * 1024
 STALL = 30.0  # seconds a hang or slow body lasts at most when the client never hangs up
 STALL_STEP = 0.2  # seconds between two bytes of a slow body
 SLOW_BODY = b"x" * 200  # 40 s at STALL_STEP: always past the client's timeout
@@ -48,10 +48,10 @@ class FlakyEndpoint:
         buffer = b""
         try:
             while True:
-                head, buffer = _read_request(sock, buffer)
+                head, buffer = read_request(sock, buffer)
                 if head is None:
                     return
-                if not self._answer(sock, _headers(head)):
+                if not self._answer(sock, request_headers(head)):
                     return
         except OSError:
             return
@@ -91,31 +91,6 @@ class FlakyEndpoint:
 
     def _note(self, note: dict, kind: str, *, sent: bool) -> None:
         self.record.write(json.dumps({**note, "kind": kind, "sent": sent}) + "\n")
-
-
-def _read_request(sock: socket.socket, buffer: bytes) -> tuple[bytes | None, bytes]:
-    """Read one request; return its head (None when the client hung up) and what follows."""
-    while b"\r\n\r\n" not in buffer:
-        chunk = sock.recv(65536)
-        if not chunk or len(buffer) > MAX_HEAD:
-            return None, b""
-        buffer += chunk
-    head, _, buffer = buffer.partition(b"\r\n\r\n")
-    length = int(_headers(head).get("content-length", "0"))
-    while len(buffer) < length:
-        chunk = sock.recv(65536)
-        if not chunk:
-            return None, b""
-        buffer += chunk
-    return head, buffer[length:]
-
-
-def _headers(head: bytes) -> dict[str, str]:
-    headers = {}
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return headers
 
 
 def main() -> int:

@@ -40,8 +40,34 @@ LINES = (  # (label, format using the verdict's counts); a line whose fields are
     ("recovered", "{stale_claims_recovered:,} claims recovered as stale by the workers' sweep"),
     ("slow", "{slow_timeouts:,} answers too late for the 1 s timeout, recorded as timeouts "
              "({attempts_never_read:,} requests the receiver never read in time)"),
+    ("topic", "{messages_produced:,} messages produced: {good_produced:,} events among "
+              "{poison_produced:,} poison messages"),
+    ("quarantine", "{quarantined:,} messages quarantined, by reason: {quarantine_reasons}"),
+    ("latency", "produced -> first POST: p50 {latency_p50_s} s, p99 {latency_p99_s} s, "
+                "max {latency_max_s} s (the first events wait for the group to form)"),
+    ("endpoints", "{hostile_kinds} hostile endpoints x {per_kind:,} deliveries each: "
+                  "{deliveries:,} deliveries, {attempts:,} attempts"),
+    ("durations", "longest attempt {max_duration_ms:,} ms; timeout {timeout_ms:,} ms, "
+                  "bound {duration_bound_ms:,} ms"),
+    ("memory", "worker peak RSS {rss_start_mb} MiB once started, {rss_peak_mb} MiB at the end "
+               "(bound {rss_bound_mb:g} MiB)"),
+    ("redirects", "{internal_connections} connections reached the internal target"),
+    ("targets", "{targets} targets ({hosts} hosts x {schemes} schemes) x {rounds} events: "
+                "{deliveries:,} deliveries, {failed:,} failed"),
+    ("blocked", "{blocked:,} of {attempts:,} attempts blocked, by reason: {reasons}"),
+    ("listener", "{listener_connections} connections seen on any local address "
+                 "(it saw {control_connections} of 2 control connections)"),
+    ("sender", "{connections_opened} connections opened by the workers' sender"),
+    ("secrets", "{secrets_checked} secrets ({secret_configs} configs created with a secret "
+                "given or minted, then rotated; and refused ones) and {tokens_checked} tokens"),
+    ("searched", "{api_responses:,} API answers ({api_bytes:,} bytes) and {log_lines:,} debug "
+                 "log lines of {log_files} processes"),
+    ("echoes", "{echoed_signatures:,} signatures echoed by the endpoint, in the API's answers"),
+    ("leaks", "{leaks} secrets or tokens found"),
     ("elapsed", "{elapsed_seconds} s"),
 )
+KIND_HEADER = (f"  {'endpoint':<18} {'deliv.':>6} {'attempts':>8} {'max ms':>7} {'conns':>6}  "
+               "outcomes -> ends; error")
 
 
 def report(name: str, verdict: Verdict) -> str:
@@ -55,6 +81,8 @@ def report(name: str, verdict: Verdict) -> str:
     for label, text in LINES:
         with contextlib.suppress(KeyError):
             lines.append(f"  {label:<11} {text.format(**counts)}")
+    if "kinds" in counts:
+        lines += [KIND_HEADER, *(_kind_line(kind, line) for kind, line in counts["kinds"].items())]
     if verdict.ok:
         lines.append("  verdict     OK: every check passed")
     else:
@@ -63,3 +91,12 @@ def report(name: str, verdict: Verdict) -> str:
             lines.append(f"    {verdict.problem_counts[kind]:>6} x {kind}")
             lines.extend(f"             {example}" for example in examples)
     return "\n".join(lines)
+
+
+def _kind_line(kind: str, line: dict) -> str:
+    outcomes = ", ".join(f"{n:,} {outcome}" for outcome, n in line["outcomes"].items())
+    ends = ", ".join(f"{n:,} {status}" for status, n in line["ends"].items())
+    error = (line["error"] or "-")[:70]
+    return (f"  {kind:<18} {line['deliveries']:>6,} {line['attempts']:>8,} "
+            f"{line['max_duration_ms']:>7,} {line['connections']:>6,}  {outcomes} -> {ends}; "
+            f"{error}")

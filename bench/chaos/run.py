@@ -59,6 +59,10 @@ class Options:
     #                       consumer's 10 s offset-commit timeout (broker scenario)
     session_timeout: float = 6.0  # WEBHOOKS_KAFKA_SESSION_TIMEOUT; the freeze must be longer
     deadline: float = 1800.0  # seconds the run may take to settle before it counts as stuck
+    per_kind: int = 200  # deliveries to each hostile endpoint (hostile scenario)
+    ssrf_rounds: int = 50  # events sent to every SSRF target (ssrf scenario)
+    poison_messages: int = 20_000  # messages on the fuzzed topic, one in five an event (poison)
+    secret_configs: int = 100  # configs whose secrets are looked for everywhere (secrets)
 
     def worker_settings(self, **extra: str) -> dict[str, str]:
         return {**WORKER_SETTINGS, "WEBHOOKS_MAX_ATTEMPTS": str(self.max_attempts),
@@ -147,16 +151,17 @@ def subscribe(dsn: str, url: str, fan_out: int) -> None:
                        name="chaos-other")
 
 
-def publish(dsn: str, ids: list[str], published: dict[str, str], rate: float) -> None:
+def publish(dsn: str, ids: list[str], published: dict[str, str], rate: float,
+            event_type: str = EVENT_TYPE) -> None:
     """Publish events `ids` through db.events.ingest (the API's path), `rate` per second."""
     started = time.monotonic()
     with contextlib.closing(ConnectionPool(dsn, size=1)) as pool:
         for start in range(0, len(ids), PUBLISH_BATCH):
-            batch = [events.new_event(id, EVENT_TYPE, {"n": id}, max_payload=1024)
+            batch = [events.new_event(id, event_type, {"n": id}, max_payload=1024)
                      for id in ids[start:start + PUBLISH_BATCH]]
             with pool.transaction() as cursor:
                 events.ingest(cursor, batch, source="api")
-            published.update((event.id, EVENT_TYPE) for event in batch)
+            published.update((event.id, event_type) for event in batch)
             ahead = started + len(published) / rate - time.monotonic()
             if ahead > 0:
                 gevent.sleep(ahead)

@@ -1,15 +1,19 @@
-"""The three chaos scenarios: workers killed, PostgreSQL killed, the broker frozen.
+"""The chaos scenarios on the flaky receiver: workers killed, PostgreSQL killed, the broker
+frozen, poison messages on the topic.
 
 Each runs real `webhooks worker` processes against the flaky receiver until every delivery
 is terminal (or `Options.deadline` passes), then stops everything warmly and returns the
-checker's verdict with the scenario's own facts (kills, outage length, offsets).
+checker's verdict with the scenario's own facts (kills, outage length, offsets, quarantine).
 The caller provides the PostgreSQL database (and server, to kill it) and the broker.
 """
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +21,8 @@ import gevent
 
 from bench import environment as env
 from bench.chaos.check import Rules, Verdict
-from bench.chaos.produce import Producer, committed_and_end_offsets
+from bench.chaos.poison import MAX_PAYLOAD, REASONS, poison, reason_kind
+from bench.chaos.produce import Message, Producer, committed_and_end_offsets
 from bench.chaos.run import (
     EVENT_TYPE,
     POLL,
@@ -36,6 +41,7 @@ from service.local_postgres import LocalPostgres
 STORE_FAILED = "storing a batch failed"
 COMMIT_REFUSED = "offset commit refused"
 NO_CRASH_CLAIM_TIMEOUT = 30.0  # seconds, at least, in the broker scenario: no claim may go stale
+POISON_PER_EVENT = 4  # poison messages per event, on average, in the poison scenario
 
 Say = Callable[[str], None]
 
@@ -117,6 +123,80 @@ def broker_outage(dsn: str, broker: LocalKafka, workdir: Path, options: Options,
             "claim went stale without a crash",
             f"{verdict.counts['stale_claims_recovered']} claims recovered")
     return verdict
+
+
+def poison_topic(dsn: str, broker: LocalKafka, workdir: Path, options: Options,
+                 say: Say = print) -> Verdict:
+    """Produce events among four times as many poison messages to a steady receiver.
+
+    `options.poison_messages` messages in all; every event must be delivered once, every
+    poison message quarantined with a known reason.
+    """
+    steady = replace(options, events=max(1, options.poison_messages // (1 + POISON_PER_EVENT)),
+                     fail_rate=0.0)
+    producer = PoisonProducer(broker, steady, EVENT_TYPE)
+    extra = {**producer.settings(), "WEBHOOKS_MAX_PAYLOAD": str(MAX_PAYLOAD),
+             "WEBHOOKS_CLAIM_TIMEOUT": f"{NO_CRASH_CLAIM_TIMEOUT:g}s"}
+    with running(dsn, workdir, steady, extra) as run:
+        run.workers.start()
+        pids = run.workers.alive()
+        producing = gevent.spawn(producer.produce, run.ids, run.published)
+        facts = _finish_producing(run, producer, producing, pids)
+    verdict = _kafka_verdict(run, producer, steady.rules(exactly_once=True), facts)
+    rejected = env.sql(dsn, 'SELECT partition, "offset", reason FROM rejected_events'
+                            " WHERE topic = %s", (producer.topic,))
+    _judge_quarantine(verdict, producer, rejected)
+    verdict.counts.update(_latencies(dsn, producer, run.receiver.records()))
+    say(f"  {verdict.counts['quarantined']:,} messages quarantined")
+    return verdict
+
+
+class PoisonProducer(Producer):
+    """Each event after 0 to 2 x POISON_PER_EVENT poison messages (bench/chaos/poison.py)."""
+
+    def __init__(self, broker: LocalKafka, options: Options, event_type: str) -> None:
+        super().__init__(broker, options, event_type)
+        self.rng = random.Random(options.seed)
+
+    def messages(self, ids: list[str]) -> Iterator[Message]:
+        for n, event in enumerate(super().messages(ids)):
+            for m in range(self.rng.randrange(2 * POISON_PER_EVENT + 1)):
+                yield Message(None, f"poison-{n}-{m}".encode(), poison(self.rng))
+            yield event
+
+
+def _judge_quarantine(verdict: Verdict, producer: Producer, rejected: list[tuple]) -> None:
+    """Require every poison message quarantined with a known reason, and no event."""
+    where = {n: producer.acknowledged.get(n) for n in range(len(producer.sent))}
+    poison_at = {where[n] for n, m in enumerate(producer.sent) if m.event_id is None}
+    events_at = {where[n] for n, m in enumerate(producer.sent) if m.event_id is not None}
+    quarantined = {(partition, offset) for partition, offset, _ in rejected}
+    reasons = Counter(reason_kind(reason) for _, _, reason in rejected)
+    missing, wrong = poison_at - quarantined, events_at & quarantined
+    require(verdict, not missing, "poison message not quarantined",
+            f"{len(missing)}, e.g. at {sorted(missing, key=str)[:5]}")
+    require(verdict, not wrong, "event quarantined", f"{len(wrong)}, e.g. at {sorted(wrong)[:5]}")
+    require(verdict, set(reasons) <= REASONS, "unknown rejection reason",
+            f"{sorted(set(reasons) - REASONS)}")
+    verdict.counts.update(messages_produced=len(producer.sent), good_produced=len(events_at),
+                          poison_produced=len(poison_at), quarantined=len(quarantined),
+                          quarantine_reasons=dict(reasons.most_common()))
+
+
+def _latencies(dsn: str, producer: Producer, posts: list[dict]) -> dict[str, float]:
+    """Return percentiles of the seconds from producing an event to its first POST."""
+    sent_at = {m.event_id: producer.sent_at[n] for n, m in enumerate(producer.sent)
+               if m.event_id is not None}
+    event_of = {str(id): event for id, event in env.sql(dsn, "SELECT id, event_id FROM deliveries")}
+    first: dict[str, float] = {}
+    for post in posts:
+        first.setdefault(post["id"], post["t"])
+    seconds = sorted(t - sent_at[event_of[id]] for id, t in first.items()
+                     if event_of.get(id) in sent_at)
+    if not seconds:
+        return {}
+    return {f"latency_{name}_s": round(seconds[min(len(seconds) - 1, int(share * len(seconds)))], 2)
+            for name, share in (("p50", 0.5), ("p99", 0.99), ("max", 1.0))}
 
 
 def _start_producing(run: Run, producer: Producer,

@@ -1,8 +1,10 @@
 """Nothing lost under chaos: the fast variants of `python -m bench.chaos` (docs/reliability.md).
 
-Each runs real worker processes against the flaky receiver process (30 % of attempts fail
-with 500s, hangs, resets and slow bodies), waits until every delivery is terminal, and
-checks every delivery's history against the receiver's record of every POST.
+The crash and outage scenarios run real worker processes against the flaky receiver process
+(30 % of attempts fail with 500s, hangs, resets and slow bodies), wait until every delivery
+is terminal, and check every delivery's history against the receiver's record of every
+POST. The hostile-input scenarios run at their smallest: hostile endpoints, SSRF targets, a
+poisoned topic and the search for secrets, each through real worker processes.
 """
 
 import shutil
@@ -11,15 +13,18 @@ import sys
 
 import pytest
 
-from bench.chaos import scenarios
+from bench.chaos import attacks, scenarios
+from bench.chaos.hostile import KINDS
 from bench.chaos.report import report
 from bench.chaos.run import Options
+from bench.chaos.secrets import secrets
 from db.migrate import migrate
 from service import local_postgres
 from service.local_kafka import LocalKafka
 
 FAST = Options(events=600, configs=2, kill_every=2.0, max_kills=3, rate=300.0,
-               session_timeout=2.0, outage=3.0, freeze=11.0, deadline=300.0)
+               session_timeout=2.0, outage=3.0, freeze=11.0, deadline=300.0, per_kind=3,
+               ssrf_rounds=2, poison_messages=500, secret_configs=6)
 
 
 @pytest.fixture
@@ -80,9 +85,41 @@ def test_a_broker_frozen_past_the_session_timeout_ingests_once_and_sends_once(
     assert counts["committed"] == counts["end"]
 
 
+def test_hostile_endpoints_get_bounded_attempts_with_clear_errors(database_url, tmp_path):
+    verdict = attacks.hostile(database_url, tmp_path, FAST)
+    assert verdict.ok, report("hostile", verdict)
+    assert verdict.counts["deliveries"] == len(KINDS) * FAST.per_kind
+    assert verdict.counts["internal_connections"] == 0
+
+
+def test_every_ssrf_target_is_blocked_before_any_connection(database_url, tmp_path):
+    verdict = attacks.ssrf(database_url, tmp_path, FAST)
+    assert verdict.ok, report("ssrf", verdict)
+    assert verdict.counts["blocked"] == verdict.counts["deliveries"] >= 30 * FAST.ssrf_rounds
+    assert verdict.counts["listener_connections"] == verdict.counts["connections_opened"] == 0
+
+
+def test_a_poisoned_topic_delivers_every_event_and_quarantines_the_rest(
+        database_url, kafka_broker, tmp_path):
+    verdict = scenarios.poison_topic(database_url, kafka_broker, tmp_path, FAST)
+    counts = verdict.counts
+    assert verdict.ok, report("poison", verdict)
+    assert counts["lost"] == counts["stuck"] == 0
+    assert counts["succeeded"] == counts["deliveries"] == 2 * counts["good_produced"]
+    assert counts["quarantined"] == counts["poison_produced"] > counts["good_produced"]
+
+
+def test_no_secret_or_token_shows_after_creation(database_url, tmp_path):
+    verdict = secrets(database_url, tmp_path, FAST)
+    assert verdict.ok, report("secrets", verdict)
+    assert verdict.counts["secrets_checked"] > 2 * FAST.secret_configs
+    assert verdict.counts["echoed_signatures"] > 0
+
+
 def test_the_chaos_command_describes_its_scenarios():
     result = subprocess.run([sys.executable, "-m", "bench.chaos", "--help"],
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
-    for flag in ("--scenario", "--events", "--kill-every", "--fail-rate", "--quick"):
+    for flag in ("--scenario", "--events", "--kill-every", "--fail-rate", "--quick", "--per-kind",
+                 "--ssrf-rounds", "--poison-messages", "--secret-configs"):
         assert flag in result.stdout

@@ -108,7 +108,7 @@ def test_at_most_64_kib_of_the_body_is_kept(make, receiver_factory, start_worker
 
 def test_endless_body_does_not_hang_or_grow(make, receiver_factory, start_worker):
     row, (attempt,), _ = _after_first_attempt(
-        make, receiver_factory, start_worker, Reply(200, action="endless"))
+        make, receiver_factory, start_worker, Reply(200, action="endless_body"))
     assert row["status"] == "succeeded"
     assert len(attempt["response_excerpt"]) == 64 * 1024
 

@@ -1,8 +1,11 @@
 import json
+import random
+from collections import Counter
 from datetime import UTC, datetime
 
 import pytest
 
+from bench.chaos.poison import MAX_PAYLOAD, REASONS, poison
 from service.envelope import Poison, derived_id, parse
 
 LIMIT = 1024
@@ -252,3 +255,11 @@ def test_reasons_never_quote_the_message():
     for raw in (f'{{"type": "t", "x": "{secret}"'.encode(), f'["{secret}"]'.encode(),
                 f'{{"type": 1, "x": "{secret}"}}'.encode()):
         assert secret not in refused(raw).reason
+
+
+# -- the poison generator of the fuzz test and the chaos run ---------------------------------
+
+def test_every_generated_poison_message_is_refused_and_every_reason_occurs():
+    rng = random.Random(7)
+    kinds = Counter(refused(poison(rng), limit=MAX_PAYLOAD, offset=n).kind for n in range(2000))
+    assert set(kinds) == REASONS
