@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import re
 import socket
+import ssl
 import time
 from dataclasses import dataclass
 
@@ -20,7 +21,9 @@ import requests
 import urllib3.connection
 import urllib3.connectionpool
 from requests.adapters import HTTPAdapter
+from requests.utils import DEFAULT_CA_BUNDLE_PATH
 from urllib3.exceptions import NewConnectionError
+from urllib3.util.ssl_ import create_urllib3_context
 
 from service.ssrf import forbidden_reason
 
@@ -92,7 +95,33 @@ class _GuardedHTTPSPool(urllib3.connectionpool.HTTPSConnectionPool):
     ConnectionCls = _GuardedHTTPSConnection
 
 
-class _GuardedAdapter(HTTPAdapter):
+@functools.cache
+def verifying_context() -> ssl.SSLContext:
+    """The TLS context of every HTTPS attempt: `requests`' CA bundle, loaded once."""
+    context = create_urllib3_context()
+    context.load_verify_locations(DEFAULT_CA_BUNDLE_PATH)
+    return context
+
+
+class _Adapter(HTTPAdapter):
+    """An adapter whose HTTPS connections share one verifying TLS context.
+
+    `requests` points each pool at the CA bundle file, and urllib3 then builds a context and
+    parses the bundle for every new connection: ≈ 13 ms of CPU that blocks the event loop,
+    capping new HTTPS connections near 75/s per process. Certificates and host names are
+    verified exactly as before; only the loading is shared.
+    """
+
+    def init_poolmanager(self, *args, **kwargs) -> None:
+        kwargs["ssl_context"] = verifying_context()
+        super().init_poolmanager(*args, **kwargs)
+
+    def cert_verify(self, conn, url, verify, cert) -> None:
+        super().cert_verify(conn, url, verify, cert)
+        conn.ca_certs = conn.ca_cert_dir = None  # the shared context holds them
+
+
+class _GuardedAdapter(_Adapter):
     def init_poolmanager(self, *args, **kwargs) -> None:
         super().init_poolmanager(*args, **kwargs)
         self.poolmanager.pool_classes_by_scheme = {"http": _GuardedHTTPPool,
@@ -109,7 +138,7 @@ class Sender:
 
     def __init__(self, *, timeout: float, concurrency: int, allow_private: bool) -> None:
         self.timeout = timeout
-        adapter_class = HTTPAdapter if allow_private else _GuardedAdapter
+        adapter_class = _Adapter if allow_private else _GuardedAdapter
         self.adapter = adapter_class(
             pool_connections=concurrency, pool_maxsize=concurrency, max_retries=0)
 

@@ -1,0 +1,110 @@
+"""HTTPS attempts verify certificates and host names with one TLS context loaded once."""
+
+import ssl
+import subprocess
+
+import gevent.server
+import pytest
+
+from service import sender as sender_module
+from service.sender import SUCCESS, Sender
+
+
+@pytest.fixture
+def certificate(tmp_path):
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    return key, cert
+
+
+@pytest.fixture
+def tls_endpoint(certificate):
+    """An HTTPS endpoint on 127.0.0.1 that answers 200 and closes each connection."""
+    key, cert = certificate
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    connections = []
+
+    def handle(sock, address):
+        connections.append(address)
+        data = b""
+        while b"\r\n\r\n" not in data or len(data) < _request_length(data):
+            chunk = sock.recv(4096)
+            if not chunk:
+                return
+            data += chunk
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+    server = gevent.server.StreamServer(("127.0.0.1", 0), handle, ssl_context=context)
+    server.start()
+    yield f"https://127.0.0.1:{server.server_port}/hook", connections
+    server.stop()
+
+
+def _request_length(data: bytes) -> int:
+    """Bytes of the whole request once its headers are in (read it all before answering,
+    or closing the connection on an unread body resets it and loses the answer)."""
+    head, _, _ = data.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(head) + 4 + int(value)
+    return len(head) + 4
+
+
+def _trusting(cert):
+    context = ssl.create_default_context(cafile=str(cert))
+    return lambda: context
+
+
+@pytest.mark.parametrize("allow_private", [True, False])
+def test_new_https_connections_share_the_verifying_context(monkeypatch, certificate,
+                                                            tls_endpoint, allow_private):
+    _, cert = certificate
+    url, connections = tls_endpoint
+    monkeypatch.setattr(sender_module, "verifying_context", _trusting(cert))
+    if not allow_private:  # the guard refuses 127.0.0.1; let this one address through
+        monkeypatch.setattr(sender_module, "forbidden_reason", lambda address: None)
+    sender = Sender(timeout=5, concurrency=2, allow_private=allow_private)
+    try:
+        responses = [sender.post(url, b"{}", {"content-type": "application/json"})
+                     for _ in range(3)]
+        outcomes = [(r.outcome, r.status_code, r.excerpt) for r in responses]
+        assert outcomes == [(SUCCESS, 200, "ok")] * 3, responses[0].error
+        assert len(connections) == 3  # a new TLS connection each time, all verified
+        pools = sender.adapter.poolmanager.pools
+        (key,) = pools.keys()
+        pool = pools[key]
+        assert pool.conn_kw["ssl_context"] is sender_module.verifying_context()
+        assert pool.ca_certs is None and pool.ca_cert_dir is None  # no bundle re-read
+    finally:
+        sender.close()
+
+
+def test_an_untrusted_certificate_is_still_refused(certificate, tls_endpoint):
+    url, _ = tls_endpoint
+    sender = Sender(timeout=5, concurrency=2, allow_private=True)
+    try:
+        response = sender.post(url, b"{}", {})
+    finally:
+        sender.close()
+    assert response.status_code == 0
+    assert "CERTIFICATE_VERIFY_FAILED" in response.error
+
+
+def test_a_certificate_for_another_host_is_refused(monkeypatch, tmp_path, tls_endpoint):
+    url, _ = tls_endpoint
+    key, cert = tmp_path / "other-key.pem", tmp_path / "other.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=example.com",
+                    "-addext", "subjectAltName=DNS:example.com"], check=True,
+                   capture_output=True)
+    monkeypatch.setattr(sender_module, "verifying_context", _trusting(cert))
+    sender = Sender(timeout=5, concurrency=2, allow_private=True)
+    try:
+        response = sender.post(url, b"{}", {})
+    finally:
+        sender.close()
+    assert response.status_code == 0 and "TLS error" in response.error
