@@ -36,7 +36,6 @@ class ConvertedDelivery:
     event_type: str
     status: str
     attempt_count: int
-    replay_generation: int  # 1 when the former history (generation 0) is retried afresh
     next_attempt_at: datetime | None
     last_status_code: int | None
     last_error: str | None
@@ -110,7 +109,6 @@ def write(
             "types": [d.event_type for d in deliveries],
             "statuses": [d.status for d in deliveries],
             "attempt_counts": [d.attempt_count for d in deliveries],
-            "generations": [d.replay_generation for d in deliveries],
             "next_attempts": [d.next_attempt_at for d in deliveries],
             "codes": [d.last_status_code for d in deliveries],
             "errors": [d.last_error for d in deliveries],

@@ -2,20 +2,29 @@
 
 Each file `NNNN_name.sql` runs once, in its own transaction, and is recorded in
 `schema_migrations`. Concurrent runs queue on the lock; the later ones find nothing to do.
+
+A migration that alters a busy table waits for its lock at most LOCK_TIMEOUT, then gives
+way and tries again: queued behind a long reader, it would otherwise hold up every claim,
+record and ingest queued behind it, stalling the running service.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from db.errors import translated
+import psycopg2.errors
+
+from db.errors import DatabaseUnavailable, translated
 from db.pool import connect
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 MIGRATION_LOCK = 7_245_101  # pg_advisory_lock key shared by every `webhooks migrate`
+LOCK_TIMEOUT = "5s"  # longest wait for a table lock within one try of a migration
+LOCK_TRIES = 12  # tries of one migration before giving up (about a minute and a half)
 _FILE_NAME = re.compile(r"^(\d{4})_(\w+)\.sql$")
 
 
@@ -62,22 +71,40 @@ def migrate(dsn: str, *, report: Callable[[str], None] = lambda _: None) -> list
                 if migration.version in done:
                     continue
                 report(f"applying {migration.path.name}")
-                cursor.execute("BEGIN")
-                try:
-                    cursor.execute(migration.sql())
-                    cursor.execute(
-                        "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                        (migration.version, migration.name),
-                    )
-                    cursor.execute("COMMIT")
-                except BaseException:
-                    cursor.execute("ROLLBACK")
-                    raise
+                _apply(cursor, migration, report)
                 applied.append(migration)
             cursor.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
     finally:
         conn.close()
     return applied
+
+
+def _apply(cursor, migration: Migration, report: Callable[[str], None]) -> None:
+    """Run one migration in its own transaction, giving way to busy tables between tries."""
+    for attempt in range(1, LOCK_TRIES + 1):
+        cursor.execute("BEGIN")
+        try:
+            cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+            cursor.execute(migration.sql())
+            cursor.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                (migration.version, migration.name),
+            )
+            cursor.execute("COMMIT")
+            return
+        except psycopg2.errors.LockNotAvailable as error:
+            cursor.execute("ROLLBACK")
+            if attempt == LOCK_TRIES:
+                raise DatabaseUnavailable(
+                    f"{migration.path.name}: a table it alters stayed locked through "
+                    f"{LOCK_TRIES} tries of {LOCK_TIMEOUT}; find the long transaction "
+                    "(pg_stat_activity) and run `webhooks migrate` again") from error
+            report(f"  {migration.path.name}: a table is busy ({error.diag.message_primary}); "
+                   f"trying again ({attempt}/{LOCK_TRIES})")
+            time.sleep(min(2.0, 0.25 * attempt))
+        except BaseException:
+            cursor.execute("ROLLBACK")
+            raise
 
 
 def pending(dsn: str) -> list[Migration]:

@@ -10,13 +10,21 @@ MAX_ID = 2**63 - 1  # deliveries.id is a bigint
 MAX_TEXT_LENGTH = 2048
 
 
-def delivery_id(id: str) -> int | None:
-    """Return the delivery id that `id` names, or None when it cannot name one."""
+def delivery_id(id: str) -> int:
+    """Return the delivery id that `id` names; raise InvalidInput when it cannot name one."""
     text = str(id).strip()
-    if not text.isascii() or not text.isdigit() or len(text) > 19:
-        return None
-    number = int(text)
-    return number if 0 < number <= MAX_ID else None
+    if not text.isascii() or not text.isdigit():
+        raise InvalidInput(f"id: {shown(id)} is not a delivery id (a positive integer)")
+    number = int(text) if len(text) <= 19 else MAX_ID + 1
+    if not 0 < number <= MAX_ID:
+        raise InvalidInput(f"id: {shown(id)} is out of range (1 to {MAX_ID})")
+    return number
+
+
+def shown(value: object) -> str:
+    """Return a value as error messages show it: quoted, and cut short when long."""
+    text = str(value)
+    return repr(text if len(text) <= 40 else text[:40] + "…")
 
 
 def text(value: str | None, field: str) -> str | None:

@@ -98,8 +98,8 @@ class ConfigMutations:
         return _change(info, configs.delete(info.context.pool, _config_id(id)))
 
     @operator_mutation(
-        description="Install a new secret (generated when omitted); the old one keeps signing "
-                    "alongside it for the rotation grace period.")
+        description="Install a new secret (generated when omitted); each rotated-out secret "
+                    "(the 5 newest) keeps signing alongside it for its own grace period.")
     def rotate_config_secret(self, info: Info, id: strawberry.ID,
                              secret: str | None = None) -> ConfigWithSecret:
         config, new_secret = configs.rotate_secret(

@@ -7,7 +7,7 @@ from datetime import datetime
 import strawberry
 
 from db import configs, inspection, rejected
-from db.errors import InvalidInput, NotFound
+from db.errors import NotFound
 from graphql_schema import arguments, cursors
 from graphql_schema.connections import (
     DEFAULT_PAGE,
@@ -74,8 +74,6 @@ class Query:
                                   "NOT_FOUND.")
     def delivery(self, info: Info, id: strawberry.ID) -> Delivery | None:
         number = arguments.delivery_id(id)
-        if number is None:
-            raise InvalidInput(f"id: {_shown(id)} is not a delivery id (a positive integer)")
         row = inspection.delivery(info.context.pool, number)
         if row is None:
             raise NotFound(f"delivery {number} not found")
@@ -98,7 +96,7 @@ class Query:
     def config(self, info: Info, id: strawberry.ID) -> Config | None:
         row = configs.get(info.context.pool, arguments.text(id, "id"))
         if row is None:
-            raise NotFound(f"config {_shown(id)} not found")
+            raise NotFound(f"config {arguments.shown(id)} not found")
         return Config.from_row(row)
 
     @strawberry.field(description="Counts by status, queue depth and backlog age.")
@@ -122,9 +120,3 @@ class Query:
         return connection(RejectedEventConnection, RejectedEventEdge, rows, limit,
                           lambda row: cursors.encode("rejectedEvents", id=row.id),
                           RejectedEvent.from_row)
-
-
-def _shown(id: object) -> str:
-    """Return an id as error messages show it: quoted, and cut short when long."""
-    text = str(id)
-    return repr(text if len(text) <= 40 else text[:40] + "…")

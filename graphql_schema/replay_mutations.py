@@ -11,7 +11,7 @@ from typing import Any
 import strawberry
 
 from db import deliveries, replays
-from db.errors import InvalidInput, NotFound
+from db.errors import InvalidInput
 from graphql_schema import arguments, cursors
 from graphql_schema.access import operator_mutation
 from graphql_schema.connections import MAX_PAGE, page_size
@@ -114,8 +114,6 @@ class ReplayMutations:
     def replay_delivery(self, info: Info, id: strawberry.ID) -> ReplayResult:
         replays.check_key(info.context.idempotency_key)
         number = arguments.delivery_id(id)
-        if number is None:
-            raise NotFound(f"delivery {str(id)[:40]!r} not found")
 
         def run(cursor: Any) -> dict:
             replay = deliveries.replay(cursor, number)

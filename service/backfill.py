@@ -2,8 +2,8 @@
 
 Per former webhook and config, the latest attempt decides: outstanding retries (`to retry`,
 `retrying`) become pending deliveries due at their `next_retry_after` (cancelled if the
-config is inactive) with a fresh retry budget, as retry generation 1 (the former attempts are
-generation 0); recent `success`/`failed` history becomes
+config is inactive) that continue the former attempts' numbering and count, with a fresh
+retry window; recent `success`/`failed` history becomes
 terminal deliveries; each keeps its attempts. Resumable and idempotent: progress is saved
 with every batch, and an existing (event, config) pair is never converted twice.
 """
@@ -76,10 +76,10 @@ def convert(rows: Iterable[FormerAttempt], active: dict[str, bool], *, now: date
                                                _utc(first.created_at)))
         deliveries.append(ConvertedDelivery(
             event_id=webhook_id, config_id=config_id, event_type=event_type, status=status,
-            # Outstanding retries get a fresh budget as a new retry generation, so the
-            # former attempts stay generation 0 and the first live one is 1 of generation 1.
-            attempt_count=0 if status in ("pending", "cancelled") else len(history),
-            replay_generation=1 if status in ("pending", "cancelled") else 0,
+            # The former attempts are this generation's first ones: an outstanding retry
+            # continues with attempt n + 1 (`webhook-attempt`), they count toward
+            # WEBHOOKS_MAX_ATTEMPTS, and its retry window starts at the first new attempt.
+            attempt_count=len(history),
             next_attempt_at=due, last_status_code=latest.status_code, last_error=error,
             created_at=_utc(first.created_at), updated_at=_utc(latest.updated_at),
             history=history,

@@ -54,21 +54,20 @@ ON CONFLICT (id) DO NOTHING
 -- insert_backfilled_deliveries --
 -- Store converted deliveries in their state; an existing (event, config) pair is left alone
 INSERT INTO deliveries (event_id, config_id, event_type, status, attempt_count,
-                        replay_generation, next_attempt_at, last_status_code, last_error,
-                        created_at, updated_at)
-SELECT d.event_id, d.config_id, d.event_type, d.status, d.attempt_count, d.replay_generation,
-       d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.updated_at
+                        next_attempt_at, last_status_code, last_error, created_at, updated_at)
+SELECT d.event_id, d.config_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at,
+       d.last_status_code, d.last_error, d.created_at, d.updated_at
 FROM unnest(%(event_ids)s::text[], %(config_ids)s::text[], %(types)s::text[],
-            %(statuses)s::text[], %(attempt_counts)s::integer[], %(generations)s::integer[],
+            %(statuses)s::text[], %(attempt_counts)s::integer[],
             %(next_attempts)s::timestamptz[], %(codes)s::integer[], %(errors)s::text[],
             %(created)s::timestamptz[], %(updated)s::timestamptz[])
-    AS d (event_id, config_id, event_type, status, attempt_count, replay_generation,
-          next_attempt_at, last_status_code, last_error, created_at, updated_at)
+    AS d (event_id, config_id, event_type, status, attempt_count, next_attempt_at,
+          last_status_code, last_error, created_at, updated_at)
 ON CONFLICT (event_id, config_id) DO NOTHING
 RETURNING id, event_id, config_id
 
 -- insert_backfilled_attempts --
--- Store the attempt history of newly converted deliveries (replay generation 0)
+-- Store the attempt history of newly converted deliveries
 INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation, endpoint,
                                outcome, status_code, duration_ms, created_at)
 SELECT * FROM unnest(%(delivery_ids)s::bigint[], %(numbers)s::integer[],

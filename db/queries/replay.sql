@@ -24,6 +24,8 @@ replayed AS (
         attempt_count = CASE WHEN t.status = 'failed' THEN 0 ELSE d.attempt_count END,
         generation_started_at = CASE WHEN t.status = 'failed' THEN NULL
                                      ELSE d.generation_started_at END,
+        last_backoff_seconds = CASE WHEN t.status = 'failed' THEN NULL
+                                    ELSE d.last_backoff_seconds END,
         next_attempt_at = least(d.next_attempt_at, now()),
         updated_at = now()
     FROM target t
@@ -108,6 +110,8 @@ replayed AS (
         attempt_count = CASE WHEN t.status = 'failed' THEN 0 ELSE d.attempt_count END,
         generation_started_at = CASE WHEN t.status = 'failed' THEN NULL
                                      ELSE d.generation_started_at END,
+        last_backoff_seconds = CASE WHEN t.status = 'failed' THEN NULL
+                                    ELSE d.last_backoff_seconds END,
         next_attempt_at = least(d.next_attempt_at, now()),
         updated_at = now()
     FROM target t

@@ -86,9 +86,20 @@ def test_a_delivery_of_an_inactive_or_deleted_config_is_not_eligible(api, make, 
     assert make.row(delivery_id)["status"] == "failed"
 
 
-@pytest.mark.parametrize("id", ["424242", "abc", "-3", "99999999999999999999999"])
-def test_an_unknown_delivery_is_not_found(shared_api, id):
-    assert shared_api.code(REPLAY, {"id": id}, headers={"Idempotency-Key": "k"}) == "NOT_FOUND"
+def test_an_unknown_delivery_is_not_found(shared_api):
+    assert shared_api.code(REPLAY, {"id": "424242"},
+                           headers={"Idempotency-Key": "k"}) == "NOT_FOUND"
+
+
+@pytest.mark.parametrize(("id", "says"), [("abc", "is not a delivery id"),
+                                          ("-3", "is not a delivery id"),
+                                          ("99999999999999999999999", "is out of range"),
+                                          ("9223372036854775808", "is out of range"),
+                                          ("0", "is out of range")])
+def test_an_id_that_cannot_name_a_delivery_is_bad_input(shared_api, id, says):
+    error = shared_api.error(REPLAY, {"id": id}, headers={"Idempotency-Key": "k"})
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    assert says in error["message"]
 
 
 @pytest.mark.parametrize("key", [None, "", "   ", "k" * 256, "caf\u00e9"])

@@ -84,12 +84,12 @@ def test_migrate_then_backfill_converts_the_former_model(former_database):
     assert result.returncode == 0, result.stderr
     assert "backfill complete" in result.stderr
     assert _deliveries(dsn) == {
-        ("w1", "cfg-1"): ("pending", 0),
+        ("w1", "cfg-1"): ("pending", 2),  # former attempts count: the next is the 3rd
         ("w2", "cfg-1"): ("succeeded", 1),
         ("w3", "cfg-1"): ("failed", 1),
-        ("w5", "cfg-2"): ("cancelled", 0),
-        ("w7", "cfg-1"): ("pending", 0),
-        ("w7", "cfg-3"): ("pending", 0),
+        ("w5", "cfg-2"): ("cancelled", 1),
+        ("w7", "cfg-1"): ("pending", 1),
+        ("w7", "cfg-3"): ("pending", 1),
         ("w8", "cfg-1"): ("succeeded", 1),
     }
     summary = result.stderr
@@ -132,13 +132,14 @@ def test_outstanding_retries_are_delivered_by_a_worker(former_database, receiver
     Webhook(SECRET).verify(request.body, request.headers)
     wait_until(lambda: _run(dsn, "SELECT status FROM deliveries WHERE event_id = 'w1'")
                == [("succeeded",)])
-    assert request.headers["webhook-attempt"] == "1"
+    # The two former attempts come first: this is attempt 3 of the same generation.
+    assert request.headers["webhook-attempt"] == "3"
     history = _run(dsn, "SELECT a.replay_generation, a.attempt_number, a.outcome FROM"
                         " delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id"
                         " WHERE d.event_id = 'w1' ORDER BY a.id")
-    assert history == [(0, 1, "http_error"), (0, 2, "http_error"), (1, 1, "success")]
+    assert history == [(0, 1, "http_error"), (0, 2, "http_error"), (0, 3, "success")]
     assert _run(dsn, "SELECT replay_generation, attempt_count FROM deliveries"
-                     " WHERE event_id = 'w1'") == [(1, 1)]
+                     " WHERE event_id = 'w1'") == [(0, 3)]
 
 
 def test_an_interrupted_backfill_resumes_without_doubles(former_database):

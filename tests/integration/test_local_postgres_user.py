@@ -5,27 +5,35 @@ root, where the server runs as `nobody`. This test covers the other branch, a no
 laptop: as root it forks a child that becomes `nobody` for good and starts a server there.
 """
 
+import contextlib
 import os
 import pwd
 import shutil
+import signal
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import psycopg2
 
 from service import local_postgres
 
+CHILD_TIMEOUT = 120  # seconds the child may take before it is killed and the test fails
+
 
 def _start_query_stop(base: Path) -> tuple:
     assert not local_postgres._is_root()
     server = local_postgres.LocalPostgres(base=base / "server")
-    dsn = server.start()
     try:
-        with psycopg2.connect(dsn) as conn, conn.cursor() as cursor:
-            cursor.execute("SELECT current_user, current_setting('data_directory')")
-            row = cursor.fetchone()
-        conn.close()
+        dsn = server.start()
+        conn = psycopg2.connect(dsn, connect_timeout=10)
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute("SELECT current_user, current_setting('data_directory')")
+                row = cursor.fetchone()
+        finally:
+            conn.close()
     finally:
         server.stop()
     assert not server._running()
@@ -71,12 +79,37 @@ def test_a_normal_user_runs_the_wheels_binaries_in_place():
                 result.write_text(f"error: {error!r}\n")
             finally:
                 os._exit(code)
-        _, status = os.waitpid(pid, 0)
+        status = _wait(pid, CHILD_TIMEOUT)
         text = result.read_text() if result.exists() else "(no result)"
+        assert status is not None, f"the child did not finish within {CHILD_TIMEOUT} s"
         assert os.waitstatus_to_exitcode(status) == 0, text
         assert text == f"postgres\n{base / 'server' / 'pgdata'}\n"
         data = base / "server" / "pgdata"
         assert data.stat().st_uid == nobody.pw_uid
         assert stat.S_IMODE(data.stat().st_mode) == 0o700
     finally:
+        _kill_leftover_server(base / "server" / "pgdata")
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _wait(pid: int, timeout: float) -> int | None:
+    """Return the child's wait status, or kill it and return None after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
+
+
+def _kill_leftover_server(data: Path) -> None:
+    """Stop a postmaster a failed child left running (immediate shutdown: SIGQUIT)."""
+    with contextlib.suppress(OSError, ValueError):
+        pid = int((data / "postmaster.pid").read_text().split()[0])
+        os.kill(pid, signal.SIGQUIT)
+        for _ in range(100):
+            os.kill(pid, 0)  # raises once it is gone
+            time.sleep(0.05)

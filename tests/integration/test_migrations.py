@@ -2,10 +2,13 @@ import os
 import subprocess
 import sys
 
+import gevent
 import psycopg2
 import pytest
 
-from db.migrate import migrate, migrations, pending
+from db import migrate as migrate_module
+from db.errors import DatabaseUnavailable
+from db.migrate import Migration, migrate, migrations, pending
 from tests.former_model import FORMER_SCHEMA
 
 TABLES = {
@@ -131,4 +134,50 @@ def test_an_unexpired_previous_secret_survives_the_move_to_a_list(empty_database
         "SELECT column_name FROM information_schema.columns WHERE table_name = 'configs'",
     )}
     assert "previous_secrets" in columns
-    assert not {"previous_secret", "previous_secret_expires_at"} & columns
+    # Kept for the processes of the release before, which run while `release` migrates.
+    assert {"previous_secret", "previous_secret_expires_at"} <= columns
+
+
+def _with_extra_migration(monkeypatch, tmp_path):
+    """Add a migration that alters `configs` after the real ones; fast lock timeouts."""
+    extra = tmp_path / "0999_touch_configs.sql"
+    extra.write_text("ALTER TABLE configs ADD COLUMN touched integer;\n")
+    real = migrations()
+    monkeypatch.setattr(migrate_module, "migrations",
+                        lambda: [*real, Migration(999, "touch_configs", extra)])
+    monkeypatch.setattr(migrate_module, "LOCK_TIMEOUT", "100ms")
+
+
+def test_a_migration_gives_way_to_a_busy_table_and_tries_again(empty_database_url,
+                                                                monkeypatch, tmp_path):
+    migrate(empty_database_url)
+    _with_extra_migration(monkeypatch, tmp_path)
+    reader = psycopg2.connect(empty_database_url)
+    reader.cursor().execute("SELECT count(*) FROM configs")  # a long reader: its lock stays
+    released = gevent.spawn_later(0.8, reader.rollback)
+    lines = []
+    try:
+        applied = migrate(empty_database_url, report=lines.append)
+    finally:
+        released.join(5)
+        reader.close()
+    assert [m.version for m in applied] == [999]
+    assert any("a table is busy" in line and "trying again (1/" in line for line in lines)
+    assert _query(empty_database_url, "SELECT max(version) FROM schema_migrations") == [(999,)]
+
+
+def test_a_migration_gives_up_on_a_table_that_stays_busy(empty_database_url, monkeypatch,
+                                                          tmp_path):
+    migrate(empty_database_url)
+    _with_extra_migration(monkeypatch, tmp_path)
+    monkeypatch.setattr(migrate_module, "LOCK_TRIES", 2)
+    reader = psycopg2.connect(empty_database_url)
+    reader.cursor().execute("SELECT count(*) FROM configs")
+    try:
+        with pytest.raises(DatabaseUnavailable, match="stayed locked through 2 tries"):
+            migrate(empty_database_url)
+    finally:
+        reader.close()
+    assert _query(empty_database_url, "SELECT max(version) FROM schema_migrations") != [(999,)]
+    migrate(empty_database_url)  # once the reader is gone, it goes through
+    assert _query(empty_database_url, "SELECT max(version) FROM schema_migrations") == [(999,)]
