@@ -75,71 +75,53 @@ def test_delivery_in_flight_when_a_worker_is_killed_is_recovered(
     assert receiver.requests[1].headers["webhook-attempt"] == "1"
 
 
-def test_sigterm_lets_inflight_attempts_finish_and_exits_0(
-        make, receiver_factory, database_url, processes):
+def _stop_mid_attempt(make, receiver_factory, database_url, processes, *, answer_after,
+                      **settings):
+    """Start a worker, SIGTERM it while its one attempt waits `answer_after` seconds for the
+    endpoint; return (seconds the stop took, exit code, the delivery's row)."""
     arrived = gevent.event.Event()
 
     def respond(request):
         arrived.set()
-        gevent.sleep(1.0)
+        gevent.sleep(answer_after)
         return Reply(200)
 
-    receiver = receiver_factory(respond)
-    make.config(endpoint=receiver.url)
+    make.config(endpoint=receiver_factory(respond).url)
     _, (delivery_id,) = make.event()
-    worker = worker_process(database_url)
+    worker = worker_process(database_url, **settings)
     processes.append(worker)
     assert arrived.wait(30)
+    stopping = time.monotonic()
     worker.send_signal(signal.SIGTERM)
-    assert worker.wait(30) == 0
-    assert make.row(delivery_id)["status"] == "succeeded"
+    code = worker.wait(30)
+    return time.monotonic() - stopping, code, make.row(delivery_id)
+
+
+def test_sigterm_lets_inflight_attempts_finish_and_exits_0(
+        make, receiver_factory, database_url, processes):
+    _, code, row = _stop_mid_attempt(make, receiver_factory, database_url, processes,
+                                     answer_after=1.0)
+    assert code == 0
+    assert row["status"] == "succeeded"
 
 
 def test_sigterm_hands_back_attempts_that_outlive_the_grace(
         make, receiver_factory, database_url, processes):
-    arrived = gevent.event.Event()
-
-    def respond(request):
-        arrived.set()
-        gevent.sleep(20)
-        return Reply(200)
-
-    receiver = receiver_factory(respond)
-    make.config(endpoint=receiver.url)
-    _, (delivery_id,) = make.event()
-    worker = worker_process(database_url, WEBHOOKS_SHUTDOWN_TIMEOUT="500ms")
-    processes.append(worker)
-    assert arrived.wait(30)
-    worker.send_signal(signal.SIGTERM)
-    assert worker.wait(30) == 0
-    row = make.row(delivery_id)
-    assert row["status"] == "pending"
-    assert row["claim_token"] is None
-    assert row["attempt_count"] == 0
+    _, code, row = _stop_mid_attempt(make, receiver_factory, database_url, processes,
+                                     answer_after=20, WEBHOOKS_SHUTDOWN_TIMEOUT="500ms")
+    assert code == 0
+    assert (row["status"], row["claim_token"], row["attempt_count"]) == ("pending", None, 0)
 
 
 def test_sigterm_exits_within_the_grace_when_collector_and_endpoint_hang(
         make, receiver_factory, database_url, processes):
     """A collector that never answers must not keep a stopping worker past its grace."""
-    arrived = gevent.event.Event()
-
-    def hang(request):
-        arrived.set()
-        gevent.sleep(60)
-        return Reply(200)
-
     collector = receiver_factory(lambda request: (gevent.sleep(60), Reply(200))[1])
-    endpoint = receiver_factory(hang)
-    make.config(endpoint=endpoint.url)
-    _, (delivery_id,) = make.event()
-    worker = worker_process(database_url, WEBHOOKS_SHUTDOWN_TIMEOUT="2s",
-                            OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{collector.port}")
-    processes.append(worker)
-    assert arrived.wait(30)
-    stopping = time.monotonic()
-    worker.send_signal(signal.SIGTERM)
-    assert worker.wait(30) == 0
+    took, code, row = _stop_mid_attempt(
+        make, receiver_factory, database_url, processes, answer_after=60,
+        WEBHOOKS_SHUTDOWN_TIMEOUT="2s",
+        OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{collector.port}")
+    assert code == 0
     # The grace (2 s) plus the fixed allowances of a stop (claimer, recorder, last flush).
-    assert time.monotonic() - stopping < 2 + 4
-    row = make.row(delivery_id)
+    assert took < 2 + 4
     assert (row["status"], row["claim_token"], row["attempt_count"]) == ("pending", None, 0)
