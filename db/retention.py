@@ -1,7 +1,8 @@
 """Delete terminal deliveries past their age, in short bounded transactions.
 
 Attempts go with their delivery (ON DELETE CASCADE); events go once no delivery refers to
-them. A session advisory lock keeps concurrent workers from running it twice at once.
+them; quarantined broker messages go at the age of failed deliveries. A session advisory
+lock keeps concurrent workers from running it twice at once.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class Deleted:
     finished: int = 0
     events: int = 0
     replay_requests: int = 0
+    rejected_events: int = 0
     skipped: bool = False  # another worker held the lock
 
 
@@ -57,6 +59,13 @@ def run(
                         break
             deleted.replay_requests = _rowcount(conn, "delete_expired_replay_requests",
                                                 {"age": REPLAY_MEMORY})
+            if finished_age > 0:  # quarantined messages are failures: they keep as long
+                while (count := _rowcount(conn, "delete_expired_rejected_events",
+                                          {"age": finished_age, "limit": batch})):
+                    deleted.rejected_events += count
+                    pause()
+                    if count < batch:
+                        break
             return deleted
         finally:
             if not conn.closed:

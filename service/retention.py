@@ -27,10 +27,12 @@ def apply_retention(pool: ConnectionPool, settings, telemetry: Telemetry) -> ret
     telemetry.deleted("succeeded", deleted.succeeded)
     telemetry.deleted("failed_or_cancelled", deleted.finished)
     telemetry.deleted("events", deleted.events)
-    if deleted.succeeded or deleted.finished or deleted.events:
+    telemetry.deleted("rejected_events", deleted.rejected_events)
+    if deleted.succeeded or deleted.finished or deleted.events or deleted.rejected_events:
         log.info("retention pass", extra={
             "deleted_succeeded": deleted.succeeded, "deleted_failed_or_cancelled":
             deleted.finished, "deleted_events": deleted.events,
             "deleted_replay_requests": deleted.replay_requests,
+            "deleted_rejected_events": deleted.rejected_events,
         })
     return deleted

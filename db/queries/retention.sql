@@ -54,6 +54,19 @@ WHERE e.id = doomed.id AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_
 DELETE FROM replay_requests
 WHERE created_at < now() - make_interval(secs => %(age)s)
 
+-- delete_expired_rejected_events --
+-- Delete a bounded batch of quarantined broker messages older than the age, oldest first (ids grow with time, so the scan stops at the first one still kept)
+WITH doomed AS (
+    SELECT id
+    FROM rejected_events
+    WHERE created_at < now() - make_interval(secs => %(age)s)
+    ORDER BY id
+    LIMIT %(limit)s
+)
+DELETE FROM rejected_events r
+USING doomed
+WHERE r.id = doomed.id
+
 -- try_retention_lock --
 -- Take the retention lock for this session if no other worker holds it
 SELECT pg_try_advisory_lock(7245102)

@@ -119,6 +119,19 @@ def test_replay_records_are_forgotten_after_a_day(make):
     assert make.count("SELECT count(*) FROM replay_requests") == 1
 
 
+def test_quarantined_messages_go_at_the_age_of_failed_deliveries(make):
+    with make.pool.transaction() as cursor:
+        cursor.execute(
+            "INSERT INTO rejected_events (topic, partition, \"offset\", reason, raw, created_at)"
+            " SELECT 't', 0, n, 'invalid_json', 'x', now() - make_interval(days => 100 - n)"
+            " FROM generate_series(0, 9) AS n")  # offsets 0..9: 100..91 days old
+    deleted = retention.run(make.pool, succeeded_age=DAY, finished_age=95.5 * DAY, batch=2)
+    assert deleted.rejected_events == 5
+    assert make.count('SELECT min("offset") FROM rejected_events') == 5
+    assert retention.run(make.pool, succeeded_age=DAY, finished_age=0).rejected_events == 0
+    assert make.count("SELECT count(*) FROM rejected_events") == 5
+
+
 def test_worker_runs_retention_and_counts_it(make, start_worker):
     make.config(event_types=["w"])
     _, (old,) = make.event(type="w")
