@@ -1,5 +1,6 @@
 """HTTPS attempts verify certificates and host names with one TLS context loaded once."""
 
+import contextlib
 import ssl
 import subprocess
 
@@ -10,19 +11,23 @@ from service import sender as sender_module
 from service.sender import SUCCESS, Sender
 
 
-@pytest.fixture
-def certificate(tmp_path):
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+def _self_signed(directory, name: str, alt_name: str):
+    key, cert = directory / f"{name}-key.pem", directory / f"{name}.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                    str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+                    str(key), "-out", str(cert), "-days", "1", "-subj", f"/CN={name}",
+                    "-addext", f"subjectAltName={alt_name}"], check=True, capture_output=True)
     return key, cert
 
 
 @pytest.fixture
-def tls_endpoint(certificate):
-    """An HTTPS endpoint on 127.0.0.1 that answers 200 and closes each connection."""
-    key, cert = certificate
+def certificate(tmp_path):
+    """A certificate for 127.0.0.1, the address the endpoint is reached at."""
+    return _self_signed(tmp_path, "127.0.0.1", "IP:127.0.0.1")
+
+
+@contextlib.contextmanager
+def _serve(key, cert):
+    """An HTTPS endpoint on 127.0.0.1 presenting `cert`; answers 200, closes each connection."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     connections = []
@@ -39,8 +44,16 @@ def tls_endpoint(certificate):
 
     server = gevent.server.StreamServer(("127.0.0.1", 0), handle, ssl_context=context)
     server.start()
-    yield f"https://127.0.0.1:{server.server_port}/hook", connections
-    server.stop()
+    try:
+        yield f"https://127.0.0.1:{server.server_port}/hook", connections
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def tls_endpoint(certificate):
+    with _serve(*certificate) as endpoint:
+        yield endpoint
 
 
 def _request_length(data: bytes) -> int:
@@ -94,17 +107,16 @@ def test_an_untrusted_certificate_is_still_refused(certificate, tls_endpoint):
     assert "CERTIFICATE_VERIFY_FAILED" in response.error
 
 
-def test_a_certificate_for_another_host_is_refused(monkeypatch, tmp_path, tls_endpoint):
-    url, _ = tls_endpoint
-    key, cert = tmp_path / "other-key.pem", tmp_path / "other.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                    str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=example.com",
-                    "-addext", "subjectAltName=DNS:example.com"], check=True,
-                   capture_output=True)
+def test_a_trusted_certificate_for_another_host_is_refused(monkeypatch, tmp_path):
+    """The endpoint's certificate is trusted but names example.com, not 127.0.0.1."""
+    key, cert = _self_signed(tmp_path, "example.com", "DNS:example.com")
     monkeypatch.setattr(sender_module, "verifying_context", _trusting(cert))
     sender = Sender(timeout=5, concurrency=2, allow_private=True)
     try:
-        response = sender.post(url, b"{}", {})
+        with _serve(key, cert) as (url, _):
+            response = sender.post(url, b"{}", {})
     finally:
         sender.close()
     assert response.status_code == 0 and "TLS error" in response.error
+    assert "match" in response.error.lower() or "mismatch" in response.error.lower(), \
+        response.error
