@@ -21,7 +21,6 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import gevent  # noqa: E402
@@ -79,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     fan_outs = [int(part) for part in args.fan_outs.split(",") if part.strip()]
 
-    with env.postgres(durable=not args.fast_unsafe) as pg, _kafka() as broker:
+    with env.postgres(durable=not args.fast_unsafe) as pg, LocalKafka() as broker:
         broker.create_topic(TOPIC, args.partitions)
         started = time.monotonic()
         _fill(broker, TOPIC, args.events, args.payload_bytes)
@@ -106,16 +105,6 @@ def main(argv: list[str] | None = None) -> int:
     args.output.write_text(json.dumps(result, indent=2) + "\n")
     print(f"written to {args.output}", file=sys.stderr)
     return 0
-
-
-@contextlib.contextmanager
-def _kafka() -> Iterator[LocalKafka]:
-    broker = LocalKafka()
-    try:
-        broker.start()
-        yield broker
-    finally:
-        broker.stop()
 
 
 def _fill(broker: LocalKafka, topic: str, events: int, payload_bytes: int) -> None:

@@ -76,19 +76,24 @@ def _content_length(head: bytes) -> int:
     return 0
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--record", help="write per-request delays here on SIGTERM")
-    args = parser.parse_args()
-    endpoint = Endpoint(record=bool(args.record))
-    server = StreamServer(("127.0.0.1", args.port), endpoint.handle, backlog=1024)
+def serve_until_sigterm(handle, port: int, *, backlog: int) -> None:
+    """Serve `handle` on 127.0.0.1:`port`, print `ready`, and return after SIGTERM."""
+    server = StreamServer(("127.0.0.1", port), handle, backlog=backlog)
     server.start()
     print("ready", flush=True)
     stop = gevent.event.Event()
     gevent.signal_handler(signal.SIGTERM, stop.set)
     stop.wait()
     server.stop(timeout=1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--record", help="write per-request delays here on SIGTERM")
+    args = parser.parse_args()
+    endpoint = Endpoint(record=bool(args.record))
+    serve_until_sigterm(endpoint.handle, args.port, backlog=1024)
     if args.record:
         with open(args.record, "w") as out:
             for webhook_id, delay in endpoint.delays:

@@ -50,7 +50,10 @@ def _die_with_parent() -> None:
 
 @dataclass
 class LocalKafka:
-    """One broker on 127.0.0.1; `start()` returns its bootstrap address."""
+    """One broker on 127.0.0.1; `start()` returns its bootstrap address.
+
+    As a context manager it is started on entry and stopped on exit.
+    """
 
     port: int = 0
     _process: subprocess.Popen | None = field(default=None, init=False, repr=False)
@@ -85,6 +88,13 @@ class LocalKafka:
                 raise LocalKafkaError(f"tansu did not listen on port {self.port} in {timeout}s")
             time.sleep(0.01)
         return self.bootstrap
+
+    def __enter__(self) -> LocalKafka:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
     def create_topic(self, name: str, partitions: int = DEFAULT_PARTITIONS) -> None:
         """Create a topic with `partitions` partitions."""

@@ -86,10 +86,15 @@ def new_topic(broker: LocalKafka, partitions: int = PARTITIONS) -> Topic:
 @pytest.fixture(scope="session")
 def kafka_broker() -> Iterator[LocalKafka]:
     """The session's broker (memory only; every test uses its own topics and groups)."""
-    broker = LocalKafka()
-    broker.start()
-    yield broker
-    broker.stop()
+    with LocalKafka() as broker:
+        yield broker
+
+
+@pytest.fixture
+def own_broker() -> Iterator[LocalKafka]:
+    """A broker of this test alone, free to be paused (frozen) or stopped."""
+    with LocalKafka() as broker:
+        yield broker
 
 
 @pytest.fixture

@@ -30,7 +30,6 @@ import shutil  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
 from dataclasses import asdict, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -58,14 +57,14 @@ def run(name: str, options: Options, workdir: Path, say) -> Verdict:
         with env.postgres() as pg:
             return scenarios.crash(env.fresh_database(pg, "chaos"), workdir, options, say)
     if name == "database":
-        with _durable_postgres() as server, _broker() as broker:
+        with _durable_postgres() as server, LocalKafka() as broker:
             return scenarios.database_outage(server, broker, workdir, options, say)
     if name in ("hostile", "ssrf", "secrets"):
         scenario = {"hostile": attacks.hostile, "ssrf": attacks.ssrf, "secrets": secrets}[name]
         with env.postgres() as pg:
             return scenario(env.fresh_database(pg, "chaos"), workdir, options, say)
     scenario = scenarios.broker_outage if name == "broker" else scenarios.poison_topic
-    with env.postgres() as pg, _broker() as broker:
+    with env.postgres() as pg, LocalKafka() as broker:
         return scenario(env.fresh_database(pg, "chaos"), broker, workdir, options, say)
 
 
@@ -78,16 +77,6 @@ def _durable_postgres():
     finally:
         server.stop("immediate")
         shutil.rmtree(server.base, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _broker() -> Iterator[LocalKafka]:
-    broker = LocalKafka()
-    try:
-        broker.start()
-        yield broker
-    finally:
-        broker.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

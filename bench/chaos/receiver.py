@@ -16,18 +16,16 @@ monkey.patch_all()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import signal  # noqa: E402
 import socket  # noqa: E402
 import struct  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
 import gevent  # noqa: E402
-import gevent.event  # noqa: E402
-from gevent.server import StreamServer  # noqa: E402
 
 from bench.chaos.faults import OK, choose  # noqa: E402
 from bench.chaos.hostile import read_request, request_headers  # noqa: E402
+from bench.receiver import serve_until_sigterm  # noqa: E402
 
 STALL = 30.0  # seconds a hang or slow body lasts at most when the client never hangs up
 STALL_STEP = 0.2  # seconds between two bytes of a slow body
@@ -102,13 +100,7 @@ def main() -> int:
     args = parser.parse_args()
     with open(args.record, "a", buffering=1024 * 1024) as record:
         endpoint = FlakyEndpoint(record, seed=args.seed, fail_rate=args.fail_rate)
-        server = StreamServer(("127.0.0.1", args.port), endpoint.handle, backlog=2048)
-        server.start()
-        print("ready", flush=True)
-        stop = gevent.event.Event()
-        gevent.signal_handler(signal.SIGTERM, stop.set)
-        stop.wait()
-        server.stop(timeout=1)
+        serve_until_sigterm(endpoint.handle, args.port, backlog=2048)
     return 0
 
 

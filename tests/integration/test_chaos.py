@@ -20,7 +20,6 @@ from bench.chaos.run import Options
 from bench.chaos.secrets import secrets
 from db.migrate import migrate
 from service import local_postgres
-from service.local_kafka import LocalKafka
 
 FAST = Options(events=600, configs=2, kill_every=2.0, max_kills=3, rate=300.0,
                session_timeout=2.0, outage=3.0, freeze=11.0, deadline=300.0, per_kind=3,
@@ -35,15 +34,6 @@ def durable_postgres():
     yield server
     server.stop("immediate")
     shutil.rmtree(server.base, ignore_errors=True)
-
-
-@pytest.fixture
-def own_broker():
-    """A broker of this test alone, free to be frozen."""
-    broker = LocalKafka()
-    broker.start()
-    yield broker
-    broker.stop()
 
 
 def settled(verdict) -> dict:

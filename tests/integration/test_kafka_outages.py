@@ -20,15 +20,6 @@ from tests.kafka import SESSION_TIMEOUT, Topic, consumer_settings, new_topic, un
 
 
 @pytest.fixture
-def own_broker():
-    """A broker of this test alone, free to be paused."""
-    broker = LocalKafka()
-    broker.start()
-    yield broker
-    broker.stop()
-
-
-@pytest.fixture
 def own_postgres():
     """A PostgreSQL server of this test alone, free to be killed and started again.
 
