@@ -51,25 +51,29 @@ def run(
                                           batch, deleted, pause)
             ages = [age for age in (succeeded_age, finished_age) if age > 0]
             if ages:
-                while (count := _rowcount(conn, "delete_old_undelivered_events",
-                                          {"age": min(ages), "limit": batch})):
-                    deleted.events += count
-                    pause()
-                    if count < batch:
-                        break
+                deleted.events += _delete_in_batches(conn, "delete_old_undelivered_events",
+                                                     min(ages), batch, pause)
             deleted.replay_requests = _rowcount(conn, "delete_expired_replay_requests",
                                                 {"age": REPLAY_MEMORY})
             if finished_age > 0:  # quarantined messages are failures: they keep as long
-                while (count := _rowcount(conn, "delete_expired_rejected_events",
-                                          {"age": finished_age, "limit": batch})):
-                    deleted.rejected_events += count
-                    pause()
-                    if count < batch:
-                        break
+                deleted.rejected_events = _delete_in_batches(
+                    conn, "delete_expired_rejected_events", finished_age, batch, pause)
             return deleted
         finally:
             if not conn.closed:
                 _scalar(conn, "release_retention_lock")
+
+
+def _delete_in_batches(conn, name: str, age: float, batch: int,
+                       pause: Callable[[], None]) -> int:
+    """Run the bounded delete `name` until a batch comes back short; return the rows gone."""
+    total = 0
+    while count := _rowcount(conn, name, {"age": age, "limit": batch}):
+        total += count
+        pause()
+        if count < batch:
+            break
+    return total
 
 
 def _drain(conn, name: str, age: float, batch: int, deleted: Deleted,
