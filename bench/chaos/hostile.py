@@ -75,12 +75,21 @@ def hang(sock: socket.socket) -> None:
     gevent.sleep(STALL)
 
 
+def self_signed(directory: Path, name: str = "127.0.0.1",
+                alt_name: str | None = None) -> tuple[Path, Path]:
+    """Write a key and a self-signed certificate for `name` (and `alt_name`, e.g.
+    `IP:127.0.0.1`) into `directory`; return their paths (key, certificate)."""
+    key, cert = directory / f"{name}-key.pem", directory / f"{name}.pem"
+    extra = ["-addext", f"subjectAltName={alt_name}"] if alt_name else []
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    str(key), "-out", str(cert), "-days", "1", "-subj", f"/CN={name}",
+                    *extra], check=True, capture_output=True)
+    return key, cert
+
+
 def self_signed_context(directory: Path) -> ssl.SSLContext:
     """Return a server TLS context with a certificate for 127.0.0.1 that nobody trusts."""
-    key, cert = directory / "key.pem", directory / "cert.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                    str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"],
-                   check=True, capture_output=True)
+    key, cert = self_signed(directory)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     return context

@@ -2,27 +2,19 @@
 
 import contextlib
 import ssl
-import subprocess
 
 import gevent.server
 import pytest
 
+from bench.chaos.hostile import self_signed
 from service import sender as sender_module
 from service.sender import SUCCESS, Sender
-
-
-def _self_signed(directory, name: str, alt_name: str):
-    key, cert = directory / f"{name}-key.pem", directory / f"{name}.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                    str(key), "-out", str(cert), "-days", "1", "-subj", f"/CN={name}",
-                    "-addext", f"subjectAltName={alt_name}"], check=True, capture_output=True)
-    return key, cert
 
 
 @pytest.fixture
 def certificate(tmp_path):
     """A certificate for 127.0.0.1, the address the endpoint is reached at."""
-    return _self_signed(tmp_path, "127.0.0.1", "IP:127.0.0.1")
+    return self_signed(tmp_path, "127.0.0.1", "IP:127.0.0.1")
 
 
 @contextlib.contextmanager
@@ -109,7 +101,7 @@ def test_an_untrusted_certificate_is_still_refused(certificate, tls_endpoint):
 
 def test_a_trusted_certificate_for_another_host_is_refused(monkeypatch, tmp_path):
     """The endpoint's certificate is trusted but names example.com, not 127.0.0.1."""
-    key, cert = _self_signed(tmp_path, "example.com", "DNS:example.com")
+    key, cert = self_signed(tmp_path, "example.com", "DNS:example.com")
     monkeypatch.setattr(sender_module, "verifying_context", _trusting(cert))
     sender = Sender(timeout=5, concurrency=2, allow_private=True)
     try:
