@@ -6,7 +6,7 @@ import ssl
 import gevent.server
 import pytest
 
-from bench.chaos.hostile import self_signed
+from bench.chaos.hostile import read_request, self_signed
 from service import sender as sender_module
 from service.sender import SUCCESS, Sender
 
@@ -26,12 +26,10 @@ def _serve(key, cert):
 
     def handle(sock, address):
         connections.append(address)
-        data = b""
-        while b"\r\n\r\n" not in data or len(data) < _request_length(data):
-            chunk = sock.recv(4096)
-            if not chunk:
-                return
-            data += chunk
+        # The whole request, body too: closing on an unread body resets the connection.
+        head, _ = read_request(sock, b"")
+        if head is None:
+            return
         sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
 
     server = gevent.server.StreamServer(("127.0.0.1", 0), handle, ssl_context=context)
@@ -46,17 +44,6 @@ def _serve(key, cert):
 def tls_endpoint(certificate):
     with _serve(*certificate) as endpoint:
         yield endpoint
-
-
-def _request_length(data: bytes) -> int:
-    """Bytes of the whole request once its headers are in (read it all before answering,
-    or closing the connection on an unread body resets it and loses the answer)."""
-    head, _, _ = data.partition(b"\r\n\r\n")
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            return len(head) + 4 + int(value)
-    return len(head) + 4
 
 
 def _trusting(cert):
