@@ -54,11 +54,12 @@ def scenario(sizes) -> dict:
     """
     events = sizes.deliveries
     batch_size = min(BATCH_SIZE, max(10, events // 20))  # several batches even when --quick
-    output = Path(tempfile.mkdtemp(prefix="webhooks-ingest-")) / "ingest.json"
-    subprocess.run([sys.executable, "-m", "bench.ingest", "--events", str(events),
-                    "--batch-size", str(batch_size), "--output", str(output)],
-                   cwd=env.ROOT, check=True, stdout=subprocess.DEVNULL)
-    runs = json.loads(output.read_text())["runs"]
+    with tempfile.TemporaryDirectory(prefix="webhooks-ingest-") as folder:
+        output = Path(folder) / "ingest.json"
+        subprocess.run([sys.executable, "-m", "bench.ingest", "--events", str(events),
+                        "--batch-size", str(batch_size), "--output", str(output)],
+                       cwd=env.ROOT, check=True, stdout=subprocess.DEVNULL)
+        runs = json.loads(output.read_text())["runs"]
     return {f"ingest_fan_out_{run['fan_out']}": run for run in runs}
 
 
