@@ -4,9 +4,9 @@ from service.patch import patch
 
 patch()
 
-from service.app import create_app  # noqa: E402
-from service.logs import configure  # noqa: E402
-from service.settings import Settings  # noqa: E402
+from service.runtime.logs import configure  # noqa: E402
+from service.runtime.settings import Settings  # noqa: E402
+from service.web.app import create_app  # noqa: E402
 
 settings = Settings.load()
 configure(settings.log_level)

@@ -2,7 +2,10 @@
 
 Starts everything on 127.0.0.1 (embedded PostgreSQL with fsync on, a receiver process,
 worker processes), runs each scenario for a bounded time, prints a table and writes JSON to
-bench/results/. Scenarios: dispatch, ceiling, peers, polling, ingest, latency, backlog.
+bench/results/ (--results to change it). Scenarios: dispatch, ceiling, peers, polling,
+ingest, latency, backlog, isolation (bench/isolation.py: one bad endpoint beside good ones);
+peers needs the bench extra (pip install -e '.[dev,bench]'), the others what dev installs.
+`python -m bench history --help`: the history-at-scale run, with its own flags.
 """
 
 from service.patch import patch
@@ -11,24 +14,25 @@ patch()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import asdict, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from bench import environment as env  # noqa: E402
-from bench import scenarios  # noqa: E402
+from bench import peers, scenarios  # noqa: E402
+from service.local.postgres import temporary  # noqa: E402
+from tests.processes import machine  # noqa: E402
 
-ALL = ("ceiling", "dispatch", "peers", "polling", "ingest", "latency", "backlog")
+ALL = ("ceiling", "dispatch", "peers", "polling", "ingest", "latency", "backlog", "isolation")
 RESULTS = Path(__file__).with_name("results")
+EXIT_USAGE = 2  # as every command of the project: bad usage, or something to install
 
 
 def run(names: list[str], sizes: scenarios.Sizes, progress) -> dict:
     results: dict = {"machine": machine(), "sizes": asdict(sizes), "scenarios": {}}
     out = results["scenarios"]
-    with env.postgres() as pg:
+    with temporary(fast_unsafe=False) as pg:
         for name in names:
             progress(f"running {name} ...")
             started = time.monotonic()
@@ -36,10 +40,9 @@ def run(names: list[str], sizes: scenarios.Sizes, progress) -> dict:
                 out["ceiling"] = scenarios.ceiling(sizes, mode="session")
                 out["ceiling_sender"] = scenarios.ceiling(sizes, mode="sender")
             elif name == "dispatch":
-                for workers in (1, 2, 4):
+                for workers in sizes.dispatch_workers:
                     out[f"dispatch_{workers}"] = scenarios.dispatch(pg, sizes, workers=workers)
             elif name == "peers":
-                from bench import peers
                 out.update(peers.run(pg, sizes))
             elif name == "polling":
                 out["polling"] = scenarios.polling_design(pg, sizes)
@@ -50,6 +53,14 @@ def run(names: list[str], sizes: scenarios.Sizes, progress) -> dict:
                 out["latency"] = scenarios.latency(pg, sizes)
             elif name == "backlog":
                 out["backlog"] = scenarios.backlog(pg, sizes)
+            elif name == "isolation":
+                from bench import isolation
+                out["isolation_hung"] = isolation.fast_beside_hung(pg, sizes)
+                for backlog in sizes.slow_backlogs:
+                    out[f"isolation_slow_{backlog}"] = isolation.quiet_behind_slow(
+                        pg, sizes, backlog=backlog)
+                out["isolation_claim"] = isolation.claim_behind_held(
+                    pg, held=sizes.backlog // 10)
             progress(f"  {name} done in {time.monotonic() - started:.0f}s")
     results["ratios"] = ratios(out)
     results["targets"] = targets(out, results["ratios"])
@@ -84,6 +95,10 @@ TARGETS = (
     ("dispatch ≥ 60 x polling design", ("ratios", "dispatch_vs_polling"), ">=", 60.0),
     ("ingest ≥ 10,000 events/s at fan-out 1", ("ingest_fan_out_1", "per_second"), ">=", 10_000),
     ("latency p99 ≤ 50 ms", ("latency", "p99_ms"), "<=", 50.0),
+    ("fast endpoints beside a hung one ≥ 0.8 x alone", ("isolation_hung", "ratio"), ">=", 0.8),
+    ("quiet config behind 1,500 slow ≤ 1 s", ("isolation_slow_1500", "max_ms"), "<=", 1000.0),
+    ("quiet config behind 100,000 slow ≤ 1 s", ("isolation_slow_100000", "max_ms"), "<=",
+     1000.0),
     ("backlog ≥ 0.8 x dispatch", ("ratios", "backlog_vs_dispatch"), ">=", 0.8),
     ("worker peak RSS ≤ 200 MB (dispatch)", ("dispatch_1", "peak_rss_mb"), "<=", 200.0),
     ("consumer peak RSS ≤ 200 MB (ingest)", ("ingest_fan_out_1", "peak_rss_mb"), "<=", 200.0),
@@ -92,14 +107,8 @@ TARGETS = (
 
 def targets(out: dict, found_ratios: dict) -> list[dict]:
     """Return each target that was measured in this run, with its value and whether it is met."""
-    checked = []
-    for name, (where, key), comparison, target in TARGETS:
-        value = (found_ratios if where == "ratios" else out.get(where, {})).get(key)
-        if value is None:
-            continue
-        met = value >= target if comparison == ">=" else value <= target
-        checked.append({"target": name, "value": value, "met": met})
-    return checked
+    return env.checked_targets(TARGETS, lambda place: (
+        found_ratios if place[0] == "ratios" else out.get(place[0], {})).get(place[1]))
 
 
 def table(results: dict) -> str:
@@ -125,25 +134,30 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def machine() -> dict:
-    return {"python": platform.python_version(), "platform": platform.platform(),
-            "cpus": os.cpu_count(), "processor": platform.processor() or platform.machine()}
-
-
 def main() -> int:
+    if sys.argv[1:2] == ["history"]:
+        from bench import history
+        return history.main(sys.argv[2:])
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenarios", nargs="*", default=["all"],
                         help=f"any of {', '.join(ALL)} (default: all)")
     parser.add_argument("--quick", action="store_true",
-                        help="tiny sizes and ~1 s per scenario: a smoke test, not a measure")
+                        help="tiny sizes, short waits: a smoke test, not a measure")
     parser.add_argument("--seconds", type=float, help="length of timed scenarios")
     parser.add_argument("--deliveries", type=int, help="pre-filled backlog for dispatch")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="folder for the JSON: a timestamped file and latest.json "
+                             "(default: bench/results)")
     args = parser.parse_args()
     names = list(ALL) if "all" in args.scenarios else args.scenarios
     unknown = set(names) - set(ALL)
     if unknown:
         parser.error(f"unknown scenario(s): {', '.join(sorted(unknown))}")
+    if "peers" in names and (missing := peers.missing_packages()):
+        print(f"python -m bench: the peers scenario needs {', '.join(missing)} (the bench "
+              f"extra): {peers.INSTALL}", file=sys.stderr)
+        return EXIT_USAGE
     sizes = scenarios.QUICK if args.quick else scenarios.Sizes()
     if args.seconds:
         sizes = replace(sizes, seconds=args.seconds)
@@ -155,11 +169,11 @@ def main() -> int:
 
     results = run(names, sizes, progress)
     print(table(results))
-    RESULTS.mkdir(exist_ok=True)
+    args.results.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    for path in (RESULTS / f"{stamp}.json", RESULTS / "latest.json"):
+    for path in (args.results / f"{stamp}.json", args.results / "latest.json"):
         path.write_text(json.dumps(results, indent=2))
-    progress(f"results written to {RESULTS / 'latest.json'}")
+    progress(f"results written to {args.results / 'latest.json'}")
     return 0
 
 

@@ -1,11 +1,11 @@
-"""What every benchmark needs on 127.0.0.1: PostgreSQL, a receiver, workers, and a clock."""
+"""What every benchmark needs on 127.0.0.1: configs and a backlog, a receiver, workers, and a
+clock (the database and process helpers it shares with the reliability runs are in
+tests/database.py and tests/processes.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,57 +14,20 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg2
+from service.local.postgres import free_port
+from tests.database import count_deliveries, sql
+from tests.processes import ROOT, worker_environment
 
-from db.migrate import migrate
-from service.local_postgres import LocalPostgres, free_port, temporary
-
-ROOT = Path(__file__).resolve().parents[1]
 EVENT_TYPE = "bench.event"
 SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
 
 
-@contextlib.contextmanager
-def postgres(*, durable: bool = True) -> Iterator[LocalPostgres]:
-    """Start an embedded PostgreSQL (fsync on unless `durable` is False) for one run."""
-    server = temporary(fast_unsafe=not durable)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop("immediate")
-        shutil.rmtree(server.base, ignore_errors=True)
-
-
-def fresh_database(server: LocalPostgres, name: str) -> str:
-    """Create and migrate an empty database; return its DSN."""
-    sql(server.dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", autocommit=True)
-    sql(server.dsn, f"CREATE DATABASE {name}", autocommit=True)
-    dsn = server.dsn.rsplit("/", 1)[0] + "/" + name
-    migrate(dsn)
-    return dsn
-
-
-def sql(dsn: str, statement: str, params=None, *, autocommit: bool = False):
-    """Run one statement and return its rows (if any)."""
-    conn = psycopg2.connect(dsn)
-    conn.autocommit = autocommit
-    try:
-        with conn.cursor() as cursor:
-            cursor.execute(statement, params)
-            rows = cursor.fetchall() if cursor.description else None
-        if not autocommit:
-            conn.commit()
-        return rows
-    finally:
-        conn.close()
-
-
-def add_configs(dsn: str, endpoint: str, count: int = 1, *, event_type: str = EVENT_TYPE) -> None:
-    """Subscribe `count` configs to `event_type` at `endpoint`."""
+def add_configs(dsn: str, endpoint: str, count: int = 1, *, event_type: str = EVENT_TYPE,
+                prefix: str = "bench") -> None:
+    """Subscribe `count` configs (ids `prefix-1` ...) to `event_type` at `endpoint`."""
     sql(dsn, "INSERT INTO configs (id, name, endpoint, secret, event_types)"
-             " SELECT 'bench-' || g, 'bench', %s, %s, ARRAY[%s] FROM generate_series(1, %s) g",
-        (endpoint, SECRET, event_type, count))
+             " SELECT %s || '-' || g, 'bench', %s, %s, ARRAY[%s] FROM generate_series(1, %s) g",
+        (prefix, endpoint, SECRET, event_type, count))
 
 
 def prefill(dsn: str, events: int, *, prefix: str = "evt", due_in: str = "0 seconds",
@@ -83,17 +46,19 @@ def prefill(dsn: str, events: int, *, prefix: str = "evt", due_in: str = "0 seco
     sql(dsn, "VACUUM ANALYZE events", autocommit=True)
 
 
-def count(dsn: str, where: str) -> int:
-    return sql(dsn, f"SELECT count(*) FROM deliveries WHERE {where}")[0][0]
-
-
 @contextlib.contextmanager
-def receiver(*, record: str | None = None) -> Iterator[str]:
-    """Run bench/receiver.py in its own process; yield its URL."""
+def receiver(*, record: str | None = None, delay: float = 0.0,
+             hang: bool = False) -> Iterator[str]:
+    """Run bench/receiver.py in its own process (answering after `delay` seconds, or never
+    when `hang`); yield its URL."""
     port = free_port()
     command = [sys.executable, "-m", "bench.receiver", "--port", str(port)]
     if record:
         command += ["--record", record]
+    if delay:
+        command += ["--delay", str(delay)]
+    if hang:
+        command.append("--hang")
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout.readline().strip() == "ready"
@@ -101,16 +66,6 @@ def receiver(*, record: str | None = None) -> Iterator[str]:
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
-
-
-def worker_environment(dsn: str, **settings: str) -> dict[str, str]:
-    return {
-        **os.environ,
-        "DATABASE_URL": dsn,
-        "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS": "true",
-        "WEBHOOKS_METRICS_PORT": "0",
-        **settings,
-    }
 
 
 @contextlib.contextmanager
@@ -133,23 +88,12 @@ def workers(dsn: str, count: int = 1, **settings: str) -> Iterator[list[subproce
                 process.kill()
 
 
-def peak_rss_mb(pid: int) -> float | None:
-    """Return the peak resident memory of a live process in MiB (Linux), or None."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        return None
-    return None
-
-
 def wait_for(dsn: str, where: str, target: int, *, timeout: float) -> tuple[float, int]:
     """Poll until `target` deliveries match `where`; return (seconds, count reached)."""
     started = time.monotonic()
     reached = 0
     while time.monotonic() - started < timeout:
-        reached = count(dsn, where)
+        reached = count_deliveries(dsn, where)
         if reached >= target:
             break
         time.sleep(0.2)
@@ -171,3 +115,15 @@ def rate_between(dsn: str, where: str, target: int, *, timeout: float,
 
 def dumps(value) -> str:
     return json.dumps(value, indent=2, sort_keys=True)
+
+
+def checked_targets(targets, value_of) -> list[dict]:
+    """Return each (name, place, comparison, target) that `value_of(place)` finds, met or not."""
+    checked = []
+    for name, place, comparison, target in targets:
+        value = value_of(place)
+        if value is None:
+            continue
+        met = value >= target if comparison == ">=" else value <= target
+        checked.append({"target": name, "value": value, "met": met})
+    return checked

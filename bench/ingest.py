@@ -3,7 +3,7 @@
 `python -m bench.ingest` (or the `ingest` scenario of `python -m bench`) starts an embedded
 PostgreSQL (durable: fsync and synchronous commit on, unless --fast-unsafe) and a tansu
 broker, fills one topic with --events messages, then, for each fan-out, runs the real
-consumer (service.consumer.Consumer, the worker's, in this process; no dispatcher competes)
+consumer (service.ingest.consumer.Consumer, the worker's, in this process; no dispatcher competes)
 in a new group on a new database until every message is stored. The clock runs from the
 first batch stored to the last, so the group join is not counted. Prints a table; writes
 JSON to --output.
@@ -26,27 +26,31 @@ from pathlib import Path  # noqa: E402
 import gevent  # noqa: E402
 from kafka import KafkaProducer  # noqa: E402
 
-from bench import environment as env  # noqa: E402
+from bench.scenarios import Sizes  # noqa: E402
 from db import configs  # noqa: E402
 from db.pool import ConnectionPool  # noqa: E402
-from service.consumer import Consumer  # noqa: E402
-from service.local_kafka import LocalKafka  # noqa: E402
-from service.settings import Settings  # noqa: E402
-from service.telemetry import Telemetry  # noqa: E402
+from service.ingest.consumer import Consumer  # noqa: E402
+from service.local.kafka import LocalKafka  # noqa: E402
+from service.local.postgres import temporary  # noqa: E402
+from service.runtime.settings import Settings  # noqa: E402
+from service.runtime.telemetry import Telemetry  # noqa: E402
+from tests.database import fresh_database  # noqa: E402
+from tests.processes import ROOT, peak_rss_mb  # noqa: E402
 
 EVENT_TYPE = "bench.event"
 RESULTS = Path(__file__).resolve().parent / "results" / "ingest.json"
 NOWHERE = "http://127.0.0.1:9/hook"  # never called: no dispatcher runs
 SESSION_TIMEOUT = 2.0  # seconds; a short session makes the (untimed) group join quick
 TOPIC = "bench-events"
-FAN_OUTS = (1, 10)
+FAN_OUTS = Sizes.ingest_fan_outs  # the defaults of `python -m bench`
 BATCH_SIZE = 500  # the default of WEBHOOKS_KAFKA_BATCH_SIZE
 PARTITIONS = 4
 PAYLOAD_BYTES = 100
 
 
 def scenario(sizes) -> dict:
-    """Ingest `sizes.deliveries` messages at each fan-out; return one result per fan-out.
+    """Ingest `sizes.deliveries` messages at each of `sizes.ingest_fan_outs`; return one
+    result per fan-out.
 
     It runs as `python -m bench.ingest` in a process of its own, with its own durable
     PostgreSQL and broker, so the peak memory it reports is that of an ingesting
@@ -57,8 +61,9 @@ def scenario(sizes) -> dict:
     with tempfile.TemporaryDirectory(prefix="webhooks-ingest-") as folder:
         output = Path(folder) / "ingest.json"
         subprocess.run([sys.executable, "-m", "bench.ingest", "--events", str(events),
+                        "--fan-outs", ",".join(map(str, sizes.ingest_fan_outs)),
                         "--batch-size", str(batch_size), "--output", str(output)],
-                       cwd=env.ROOT, check=True, stdout=subprocess.DEVNULL)
+                       cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
         runs = json.loads(output.read_text())["runs"]
     return {f"ingest_fan_out_{run['fan_out']}": run for run in runs}
 
@@ -79,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     fan_outs = [int(part) for part in args.fan_outs.split(",") if part.strip()]
 
-    with env.postgres(durable=not args.fast_unsafe) as pg, LocalKafka() as broker:
+    with temporary(fast_unsafe=args.fast_unsafe) as pg, LocalKafka() as broker:
         broker.create_topic(TOPIC, args.partitions)
         started = time.monotonic()
         _fill(broker, TOPIC, args.events, args.payload_bytes)
@@ -121,7 +126,7 @@ def _fill(broker: LocalKafka, topic: str, events: int, payload_bytes: int) -> No
 
 def _run(pg, broker: LocalKafka, events: int, batch_size: int, fan_out: int) -> dict:
     """Consume the whole topic in a new group into a new database; return the rates."""
-    dsn = env.fresh_database(pg, f"ingest_fan_out_{fan_out}")
+    dsn = fresh_database(pg, f"ingest_fan_out_{fan_out}")
     pool = ConnectionPool(dsn, size=2, application_name="bench-ingest")
     for _ in range(fan_out):
         configs.create(pool, endpoint=NOWHERE, event_types=[EVENT_TYPE])
@@ -169,7 +174,7 @@ def _reset_peak_rss() -> None:
 
 
 def _peak_rss_mb() -> float | None:
-    peak = env.peak_rss_mb(os.getpid())
+    peak = peak_rss_mb(os.getpid())
     return None if peak is None else round(peak, 1)
 
 

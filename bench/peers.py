@@ -1,8 +1,13 @@
-"""Peers measured in the same run: the same job done with Celery and with procrastinate."""
+"""Peers measured in the same run: the same job done with Celery and with procrastinate.
+
+Their packages are the `bench` extra (pip install -e '.[dev,bench]'), imported only here and
+in the peers' own processes; `missing_packages()` says which are not installed.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import shutil
@@ -13,23 +18,32 @@ import time
 
 from bench import environment as env
 from bench.peer_task import CREATE_TABLE
-from service.local_postgres import free_port
+from service.local.postgres import free_port
+from tests.database import fresh_database, sql
+from tests.processes import ROOT, peak_rss_mb
 
+PACKAGES = ("celery", "redis", "procrastinate")  # the `bench` extra of setup.cfg
+INSTALL = "pip install -e '.[dev,bench]'"
 BODY = json.dumps({"id": "evt", "type": env.EVENT_TYPE, "timestamp": "2026-01-01T00:00:00Z",
                    "data": {"n": 1, "text": "x" * 100}})
 
 
+def missing_packages() -> list[str]:
+    """Return the packages of the `bench` extra that are not installed."""
+    return [name for name in PACKAGES if importlib.util.find_spec(name) is None]
+
+
 def run(pg, sizes) -> dict:
     results = {}
-    dsn = env.fresh_database(pg, "peers")
-    env.sql(dsn, CREATE_TABLE)
+    dsn = fresh_database(pg, "peers")
+    sql(dsn, CREATE_TABLE)
     with env.receiver() as url:
         with redis_url() as redis:
             if redis is None:
                 results["celery"] = {"skipped": "no Redis on 127.0.0.1:6379 and no redis-server"}
             else:
                 results["celery"] = _measure(dsn, sizes, _celery(dsn, redis, url, sizes))
-        env.sql(dsn, "TRUNCATE peer_attempts")
+        sql(dsn, "TRUNCATE peer_attempts")
         results["procrastinate"] = _measure(dsn, sizes, _procrastinate(dsn, url, sizes))
     return results
 
@@ -37,13 +51,13 @@ def run(pg, sizes) -> dict:
 def _measure(dsn: str, sizes, started_worker) -> dict:
     with started_worker as process:
         result = _rate(dsn, sizes)
-        result["peak_rss_mb"] = env.peak_rss_mb(process.pid)
+        result["peak_rss_mb"] = peak_rss_mb(process.pid)
     return result
 
 
 def _rate(dsn: str, sizes) -> dict:
     def done():
-        return env.sql(dsn, "SELECT count(*) FROM peer_attempts")[0][0]
+        return sql(dsn, "SELECT count(*) FROM peer_attempts")[0][0]
 
     deadline = time.monotonic() + max(sizes.seconds * 6, 60)
     while done() < sizes.warmup and time.monotonic() < deadline:
@@ -99,7 +113,7 @@ def _celery(dsn: str, redis: str, url: str, sizes):
         [sys.executable, "-m", "celery", "-A", "bench.peers_celery", "worker", "-P", "gevent",
          "-c", str(sizes.concurrency), "--loglevel", "WARNING", "--without-gossip",
          "--without-mingle", "--without-heartbeat"],
-        cwd=env.ROOT, env=env_vars, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT, env=env_vars, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
         yield process
@@ -111,15 +125,15 @@ def _celery(dsn: str, redis: str, url: str, sizes):
 def _procrastinate(dsn: str, url: str, sizes):
     env_vars = {**os.environ, "BENCH_PEER_DSN": dsn}
     command = [sys.executable, "-m", "procrastinate", "--app", "bench.peers_procrastinate.app"]
-    subprocess.run([*command, "schema", "--apply"], cwd=env.ROOT, env=env_vars, check=True,
+    subprocess.run([*command, "schema", "--apply"], cwd=ROOT, env=env_vars, check=True,
                    capture_output=True)
     subprocess.run(
         [sys.executable, "-c", _DEFER.format(count=sizes.peer_tasks, url=url, body=BODY)],
-        cwd=env.ROOT, env=env_vars, check=True,
+        cwd=ROOT, env=env_vars, check=True,
     )
     process = subprocess.Popen(
         [*command, "worker", "--concurrency", str(sizes.concurrency)],
-        cwd=env.ROOT, env=env_vars, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=ROOT, env=env_vars, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
         yield process

@@ -2,7 +2,7 @@
 
 Every `--period` (3 s): claim up to `--batch` (50) due deliveries, send them all
 concurrently, record each, wait for the whole batch, then sleep — no LISTEN/NOTIFY, no
-pipelining (retry-mechanism.txt, "Tick Loop"). `python -m bench.polling_design --dsn DSN`.
+pipelining (the former retrier's tick loop). `python -m bench.polling_design --dsn DSN`.
 """
 
 from service.patch import patch
@@ -18,10 +18,10 @@ import gevent.pool  # noqa: E402
 
 from db import deliveries  # noqa: E402
 from db.pool import ConnectionPool  # noqa: E402
-from service import outgoing  # noqa: E402
-from service.backoff import RetryPolicy  # noqa: E402
-from service.sender import Sender  # noqa: E402
-from service.verdict import judge  # noqa: E402
+from service.dispatch import outgoing  # noqa: E402
+from service.dispatch.sender import Sender  # noqa: E402
+from service.dispatch.verdict import judge  # noqa: E402
+from service.policy.backoff import RetryPolicy  # noqa: E402
 
 
 def main() -> int:

@@ -1,8 +1,10 @@
 """A fast HTTP endpoint for benchmarks, run as its own process: answers 200 to every POST.
 
-`python -m bench.receiver --port P [--record FILE]`. With --record, it notes for every
-request the webhook-id and the delay since the body's `data.sent_at` (Unix seconds) and
-writes them as JSON lines when it gets SIGTERM.
+`python -m bench.receiver --port P [--record FILE] [--delay SECONDS | --hang]`. With
+--record, it notes for every request the webhook-id and the delay since the body's
+`data.sent_at` (Unix seconds) and writes them as JSON lines when it gets SIGTERM. --delay
+answers each request that much later (a slow endpoint); --hang never answers (an endpoint
+that takes every request and lets it time out).
 """
 
 from gevent import monkey
@@ -11,21 +13,23 @@ monkey.patch_all()
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import signal  # noqa: E402
 import socket  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
 import gevent  # noqa: E402
-from gevent.server import StreamServer  # noqa: E402
+
+from tests.processes import serve_until_sigterm  # noqa: E402
 
 RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
 MAX_HEAD = 64 * 1024
 
 
 class Endpoint:
-    def __init__(self, record: bool) -> None:
+    def __init__(self, record: bool, delay: float = 0.0, hang: bool = False) -> None:
         self.record = record
+        self.delay = delay
+        self.hang = hang
         self.requests = 0
         self.delays: list[tuple[str, float]] = []
 
@@ -50,6 +54,10 @@ class Endpoint:
                 self.requests += 1
                 if self.record:
                     self._note(head, body)
+                if self.hang:
+                    gevent.sleep(3600)
+                if self.delay:
+                    gevent.sleep(self.delay)
                 sock.sendall(RESPONSE)
         except OSError:
             return
@@ -76,23 +84,14 @@ def _content_length(head: bytes) -> int:
     return 0
 
 
-def serve_until_sigterm(handle, port: int, *, backlog: int) -> None:
-    """Serve `handle` on 127.0.0.1:`port`, print `ready`, and return after SIGTERM."""
-    server = StreamServer(("127.0.0.1", port), handle, backlog=backlog)
-    server.start()
-    print("ready", flush=True)
-    stop = gevent.event.Event()
-    gevent.signal_handler(signal.SIGTERM, stop.set)
-    stop.wait()
-    server.stop(timeout=1)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--record", help="write per-request delays here on SIGTERM")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--hang", action="store_true", help="never answer")
     args = parser.parse_args()
-    endpoint = Endpoint(record=bool(args.record))
+    endpoint = Endpoint(record=bool(args.record), delay=args.delay, hang=args.hang)
     serve_until_sigterm(endpoint.handle, args.port, backlog=1024)
     if args.record:
         with open(args.record, "w") as out:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import environment as env
+from tests.database import count_deliveries, fresh_database
+from tests.processes import ROOT, peak_rss_mb
 
 DISPATCH_WHERE = "status = 'succeeded'"
 
@@ -27,15 +29,24 @@ class Sizes:
     latency_rate: int = 200
     warmup: int = 2_000
     peer_tasks: int = 10_000
+    dispatch_workers: tuple[int, ...] = (1, 2, 4)  # worker processes of each dispatch run
+    ingest_fan_outs: tuple[int, ...] = (1, 10)  # configs per event type of each ingest run
+    polling_period: float = 3.0  # seconds the polling design sleeps between two ticks
+    slow_backlogs: tuple[int, ...] = (1_500, 100_000)  # a slow endpoint's backlog (isolation)
+    probes: int = 5  # events published to the quiet config behind the slow one (isolation)
+    probe_interval: float = 0.5  # seconds between two of them
+    shutdown_timeout: float | None = None  # WEBHOOKS_SHUTDOWN_TIMEOUT, seconds, of the workers
+    #                                        beside a hung endpoint (None: the worker's default)
 
 
-QUICK = Sizes(deliveries=300, backlog=2_000, seconds=1.0, latency_rate=50, warmup=0,
-              peer_tasks=200)
+QUICK = Sizes(deliveries=100, backlog=2_000, seconds=0.25, latency_rate=50, warmup=0,
+              peer_tasks=200, dispatch_workers=(1,), ingest_fan_outs=(1,), polling_period=0.1,
+              slow_backlogs=(200,), probes=2, probe_interval=0.1, shutdown_timeout=1.0)
 
 
 def dispatch(pg, sizes: Sizes, *, workers: int = 1) -> dict:
     """Deliveries/s of `workers` worker processes from a pre-filled backlog."""
-    dsn = env.fresh_database(pg, f"dispatch_{workers}")
+    dsn = fresh_database(pg, f"dispatch_{workers}")
     with env.receiver() as url:
         env.add_configs(dsn, url)
         env.prefill(dsn, sizes.deliveries)
@@ -43,7 +54,7 @@ def dispatch(pg, sizes: Sizes, *, workers: int = 1) -> dict:
                          WEBHOOKS_DISPATCH_CONCURRENCY=str(sizes.concurrency)) as processes:
             result = env.rate_between(dsn, DISPATCH_WHERE, sizes.deliveries,
                                       timeout=max(sizes.seconds * 6, 60), warmup=sizes.warmup)
-            result["peak_rss_mb"] = max(env.peak_rss_mb(p.pid) or 0 for p in processes)
+            result["peak_rss_mb"] = max(peak_rss_mb(p.pid) or 0 for p in processes)
     result["workers"] = workers
     return result
 
@@ -54,7 +65,7 @@ def ceiling(sizes: Sizes, *, mode: str = "session") -> dict:
         output = subprocess.run(
             [sys.executable, "-m", "bench.ceiling", "--url", url, "--mode", mode,
              "--concurrency", str(sizes.concurrency), "--seconds", str(sizes.seconds)],
-            cwd=env.ROOT, capture_output=True, text=True, check=True,
+            cwd=ROOT, capture_output=True, text=True, check=True,
         ).stdout
     result = json.loads(output)
     return {"per_second": round(result["posts_per_second"], 1), "posts": result["posts"],
@@ -62,17 +73,21 @@ def ceiling(sizes: Sizes, *, mode: str = "session") -> dict:
 
 
 def polling_design(pg, sizes: Sizes) -> dict:
-    """Deliveries/s of the seed's tick loop: claim 50, send all, sleep 3 s, no NOTIFY."""
-    dsn = env.fresh_database(pg, "polling")
-    seconds = max(sizes.seconds, 3.5) * 2
+    """Deliveries/s of the former design's tick loop (claim 50, send all, sleep a polling
+    period of 3 s, no NOTIFY) over twice the timed length, two periods at least, and until
+    its first tick is done."""
+    dsn = fresh_database(pg, "polling")
     with env.receiver() as url:
         env.add_configs(dsn, url)
         env.prefill(dsn, sizes.deliveries)
-        process = subprocess.Popen([sys.executable, "-m", "bench.polling_design", "--dsn", dsn],
-                                   cwd=env.ROOT)
+        started = time.monotonic()
+        process = subprocess.Popen([sys.executable, "-m", "bench.polling_design", "--dsn", dsn,
+                                    "--period", str(sizes.polling_period)], cwd=ROOT)
         try:
-            time.sleep(seconds)
-            done = env.count(dsn, DISPATCH_WHERE)
+            time.sleep(max(sizes.seconds, sizes.polling_period + 0.5) * 2)
+            env.wait_for(dsn, DISPATCH_WHERE, 1, timeout=120)  # a slow start: its first tick
+            done = count_deliveries(dsn, DISPATCH_WHERE)
+            seconds = round(time.monotonic() - started, 1)
         finally:
             process.kill()
             process.wait()
@@ -81,7 +96,7 @@ def polling_design(pg, sizes: Sizes) -> dict:
 
 def backlog(pg, sizes: Sizes) -> dict:
     """Dispatch throughput with a huge not-yet-due backlog in the table."""
-    dsn = env.fresh_database(pg, "backlog")
+    dsn = fresh_database(pg, "backlog")
     with env.receiver() as url:
         env.add_configs(dsn, url)
         started = time.monotonic()
@@ -101,13 +116,18 @@ def latency(pg, sizes: Sizes) -> dict:
     from db import events
     from db.pool import ConnectionPool
 
-    dsn = env.fresh_database(pg, "latency")
+    dsn = fresh_database(pg, "latency")
     record = Path(tempfile.mkdtemp()) / "delays.jsonl"
     with env.receiver(record=str(record)) as url:
         env.add_configs(dsn, url)
         pool = ConnectionPool(dsn, size=4)
         with env.workers(dsn, 1):
-            time.sleep(1.0)
+            # Start the clock once the worker delivers: a fixed pause was shorter than a
+            # worker's start on a slow machine, and the events published meanwhile waited
+            # for it (the p99 tail measured there). The warm-up event has no `sent_at`.
+            events.publish(pool, events.new_event("warm-up", env.EVENT_TYPE, {},
+                                                  max_payload=1 << 20))
+            env.wait_for(dsn, DISPATCH_WHERE, 1, timeout=120)
             interval = 1.0 / sizes.latency_rate
             total = int(sizes.seconds * sizes.latency_rate)
             started = time.monotonic()
@@ -119,7 +139,7 @@ def latency(pg, sizes: Sizes) -> dict:
                                          max_payload=1 << 20)
                 events.publish(pool, event)
             achieved = total / (time.monotonic() - started)
-            env.wait_for(dsn, DISPATCH_WHERE, total, timeout=30)
+            env.wait_for(dsn, DISPATCH_WHERE, total + 1, timeout=300)  # returns once all arrived
         pool.close()
     delays = sorted(json.loads(line)["delay"] * 1000 for line in record.read_text().splitlines())
     return {

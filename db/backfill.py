@@ -6,11 +6,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from db.events import NewEvent
 from db.pool import ConnectionPool
+from db.rows import as_dict, as_dicts
 from db.sql import QUERIES
+from db.vocabulary import Status
 
 
 @dataclass(frozen=True)
@@ -30,18 +31,29 @@ class FormerAttempt:
 
 
 @dataclass(frozen=True)
+class ConvertedAttempt:
+    """One former attempt, as the converted delivery keeps it."""
+
+    number: int
+    endpoint: str
+    outcome: str
+    status_code: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
 class ConvertedDelivery:
     event_id: str
     config_id: str
     event_type: str
-    status: str
+    status: Status
     attempt_count: int
     next_attempt_at: datetime | None
     last_status_code: int | None
     last_error: str | None
     created_at: datetime
     updated_at: datetime
-    history: tuple[FormerAttempt, ...]
+    attempts: tuple[ConvertedAttempt, ...]  # stored only if the delivery is new
 
 
 @dataclass(frozen=True)
@@ -60,8 +72,8 @@ def start(pool: ConnectionPool) -> Progress:
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["index_former_attempts"])
         cursor.execute(QUERIES["read_backfill_progress"])
-        last_key, counts, completed_at = cursor.fetchone()
-    return Progress(last_key, dict(counts), completed_at is not None)
+        row = as_dict(cursor)
+    return Progress(row["last_key"], dict(row["counts"]), row["completed_at"] is not None)
 
 
 def remaining(pool: ConnectionPool, after: str) -> int:
@@ -71,32 +83,27 @@ def remaining(pool: ConnectionPool, after: str) -> int:
 
 def batch(pool: ConnectionPool, after: str, limit: int) -> list[FormerAttempt]:
     """Return the former attempts of the next `limit` webhooks after `after`."""
-    rows = pool.execute("former_attempts_batch", {"after": after, "limit": limit})
-    return [FormerAttempt(*row) for row in rows]
+    rows = pool.rows("former_attempts_batch", {"after": after, "limit": limit})
+    return [FormerAttempt(**row) for row in rows]
 
 
 def config_states(pool: ConnectionPool, ids: Sequence[str]) -> dict[str, bool]:
     """Return {config id: active} for the given ids that exist."""
-    return dict(pool.execute("active_configs_among", {"ids": list(ids)}))
+    return {row["id"]: row["active"]
+            for row in pool.rows("active_configs_among", {"ids": list(ids)})}
 
 
 def write(
     pool: ConnectionPool,
     events: Sequence[NewEvent],
     deliveries: Sequence[ConvertedDelivery],
-    attempts: Any,
     *,
     last_key: str,
     counts: dict[str, int],
     done: bool,
 ) -> tuple[int, int]:
-    """Store one converted batch and the progress in one transaction.
-
-    Return how many deliveries and attempts were new.
-
-    `attempts(delivery)` returns the attempt rows (number, endpoint, outcome, code, created)
-    to store for a delivery that did not exist yet.
-    """
+    """Store one converted batch, the attempts of its new deliveries and the progress in one
+    transaction; return how many deliveries and attempts were new."""
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["insert_backfilled_events"], {
             "ids": [e.id for e in events], "types": [e.type for e in events],
@@ -115,20 +122,21 @@ def write(
             "created": [d.created_at for d in deliveries],
             "updated": [d.updated_at for d in deliveries],
         })
-        created = {(event_id, config_id): id for id, event_id, config_id in cursor.fetchall()}
-        rows = [(created[(d.event_id, d.config_id)], *row)
-                for d in deliveries if (d.event_id, d.config_id) in created
-                for row in attempts(d)]
-        if rows:
-            ids, numbers, endpoints, outcomes, codes, stamps = zip(*rows, strict=True)
+        created = {(row["event_id"], row["config_id"]): row["id"] for row in as_dicts(cursor)}
+        attempts = [(created[d.event_id, d.config_id], attempt)
+                    for d in deliveries if (d.event_id, d.config_id) in created
+                    for attempt in d.attempts]
+        if attempts:
             cursor.execute(QUERIES["insert_backfilled_attempts"], {
-                "delivery_ids": list(ids), "numbers": list(numbers),
-                "generations": [0] * len(rows), "endpoints": list(endpoints),
-                "outcomes": list(outcomes), "codes": list(codes),
-                "durations": [0] * len(rows), "created": list(stamps),
+                "delivery_ids": [id for id, _ in attempts],
+                "numbers": [a.number for _, a in attempts],
+                "generations": [0] * len(attempts),
+                "endpoints": [a.endpoint for _, a in attempts],
+                "outcomes": [a.outcome for _, a in attempts],
+                "codes": [a.status_code for _, a in attempts],
+                "durations": [0] * len(attempts),
+                "created": [a.created_at for _, a in attempts],
             })
-        if any(d.status == "pending" for d in deliveries):
-            cursor.execute(QUERIES["wake_dispatchers"])
         cursor.execute(QUERIES["save_backfill_progress"],
                        {"last_key": last_key, "counts": json.dumps(counts), "done": done})
-    return len(created), len(rows)
+    return len(created), len(attempts)

@@ -6,17 +6,18 @@ import base64
 import binascii
 import secrets as random_secrets
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from db import health
 from db.errors import InvalidInput, NotFound
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
 from db.sql import QUERIES
+from db.vocabulary import SECRET_PREFIX
 
-SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 24  # random bytes in a generated secret
 SECRET_MIN_BYTES, SECRET_MAX_BYTES = 24, 64  # accepted key sizes (Standard Webhooks)
 MAX_EVENT_TYPE_LENGTH = 255
@@ -37,6 +38,7 @@ class Config:
     created_at: datetime
     updated_at: datetime
     deleted_at: datetime | None = None
+    previous_secrets_expire_at: list[datetime] = field(default_factory=list)  # newest first
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Config:
@@ -45,10 +47,12 @@ class Config:
 
 @dataclass(frozen=True)
 class ConfigChange:
-    """A config after a change, and how many pending deliveries the change cancelled."""
+    """A config after a change, how many pending deliveries the change cancelled, and
+    whether it changed anything (deactivating an inactive config does not)."""
 
     config: Config
     cancelled: int = 0
+    changed: bool = True
 
 
 def mint_secret() -> str:
@@ -62,7 +66,7 @@ def check_secret(secret: str) -> str:
     try:
         key = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidInput("secret: must be whsec_ followed by base64") from None
+        raise InvalidInput(f"secret: must be {SECRET_PREFIX} followed by base64") from None
     if not SECRET_MIN_BYTES <= len(key) <= SECRET_MAX_BYTES:
         raise InvalidInput(
             f"secret: must encode {SECRET_MIN_BYTES} to {SECRET_MAX_BYTES} bytes, not {len(key)}"
@@ -115,8 +119,11 @@ def create(
     secret: str | None = None,
     active: bool = True,
     id: str | None = None,
+    max_in_flight: int | None = None,
+    rate_per_second: float | None = None,
 ) -> tuple[Config, str]:
-    """Create a config; return it and its secret (minted when none is given)."""
+    """Create a config with its cap and rate; return it and its secret (minted when none is
+    given)."""
     secret = check_secret(secret) if secret else mint_secret()
     params = {
         "id": id,
@@ -126,9 +133,15 @@ def create(
         "event_types": check_event_types(event_types),
         "active": active,
     }
+    health.check_max_in_flight(max_in_flight)
+    health.check_rate(rate_per_second)
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["insert_config"], params)
-        return Config.from_row(as_dict(cursor)), secret
+        config = Config.from_row(as_dict(cursor))
+        if max_in_flight is not None or rate_per_second is not None:
+            health.set_limits(cursor, config.id, max_in_flight=max_in_flight,
+                              rate_per_second=rate_per_second)
+        return config, secret
 
 
 def get(pool: ConnectionPool, id: str) -> Config | None:
@@ -144,15 +157,17 @@ def page(
     *,
     limit: int,
     active: bool | None = None,
+    health_state: str | None = None,
     after: tuple[datetime, str] | None = None,
 ) -> list[Config]:
-    """Return up to `limit` configs, newest first, after the `(created_at, id)` position."""
+    """Return up to `limit` configs, newest first, after the `(created_at, id)` position,
+    optionally only those in one health state."""
     after_created, after_id = after or (None, None)
     with pool.transaction() as cursor:
         cursor.execute(
             QUERIES["list_configs"],
-            {"active": active, "after_created": after_created, "after_id": after_id,
-             "limit": limit},
+            {"active": active, "health": health_state, "after_created": after_created,
+             "after_id": after_id, "limit": limit},
         )
         return [Config.from_row(row) for row in as_dicts(cursor)]
 
@@ -165,8 +180,11 @@ def update(
     event_types: Sequence[str] | None = None,
     name: str | None = None,
     set_name: bool = False,
+    max_in_flight: int | None = health.KEEP,
+    rate_per_second: float | None = health.KEEP,
 ) -> Config:
-    """Change the endpoint, event types or name of a config; later attempts use them."""
+    """Change the endpoint, event types, name, cap or rate of a config (a cap or rate of
+    `health.KEEP` stays, None clears it); later attempts use them."""
     params = {
         "id": id,
         "endpoint": None if endpoint is None else check_endpoint(endpoint),
@@ -176,23 +194,30 @@ def update(
     }
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["update_config"], params)
-        return _found(as_dict(cursor), id)
+        config = _found(as_dict(cursor), id)
+        health.set_limits(cursor, id, max_in_flight=max_in_flight,
+                          rate_per_second=rate_per_second)
+        return config
 
 
 def activate(pool: ConnectionPool, id: str) -> Config:
     """Mark a config active; deliveries cancelled earlier stay cancelled."""
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["set_config_active"], {"id": id, "active": True})
-        return _found(as_dict(cursor), id)
+        return _found(_without_changed(as_dict(cursor)), id)
 
 
-def deactivate(pool: ConnectionPool, id: str) -> ConfigChange:
-    """Mark a config inactive and cancel its pending deliveries, in one transaction."""
+def deactivate(pool: ConnectionPool, id: str, *,
+               reason: str = "deactivated by an operator") -> ConfigChange:
+    """Mark a config inactive, cancel its pending deliveries and record why, in one
+    transaction."""
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["set_config_active"], {"id": id, "active": False})
-        config = _found(as_dict(cursor), id)
-        cursor.execute(QUERIES["cancel_pending_deliveries_of_config"], {"id": id})
-        return ConfigChange(config, cursor.rowcount)
+        row = as_dict(cursor)
+        config = _found(_without_changed(row), id)
+        if not row["changed"]:
+            return ConfigChange(config, 0, changed=False)
+        return ConfigChange(config, _cancel_pending(cursor, id, reason))
 
 
 def delete(pool: ConnectionPool, id: str) -> ConfigChange:
@@ -200,8 +225,7 @@ def delete(pool: ConnectionPool, id: str) -> ConfigChange:
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["delete_config"], {"id": id})
         config = _found(as_dict(cursor), id)
-        cursor.execute(QUERIES["cancel_pending_deliveries_of_config"], {"id": id})
-        return ConfigChange(config, cursor.rowcount)
+        return ConfigChange(config, _cancel_pending(cursor, id, "deleted by an operator"))
 
 
 def rotate_secret(
@@ -221,6 +245,23 @@ def rotate_secret(
              "keep": MAX_PREVIOUS_SECRETS},
         )
         return _found(as_dict(cursor), id), secret
+
+
+def _cancel_pending(cursor: Any, id: str, reason: str) -> int:
+    """Cancel the config's pending deliveries and record why; return how many.
+
+    The deliveries first, the health row after: a claim holds the deliveries it is taking
+    and then waits for the health row, so the other order would deadlock with it.
+    """
+    cursor.execute(QUERIES["cancel_pending_deliveries_of_config"], {"id": id})
+    cancelled = cursor.rowcount
+    health.note_reason(cursor, id, reason)
+    return cancelled
+
+
+def _without_changed(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Return a `set_config_active` row without its `changed` flag (a copy)."""
+    return None if row is None else {k: v for k, v in row.items() if k != "changed"}
 
 
 def _found(row: dict[str, Any] | None, id: str) -> Config:

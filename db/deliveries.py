@@ -2,21 +2,29 @@
 
 Every state change is one guarded statement: it names the state it leaves in its WHERE
 clause, and a worker changes a delivery only while it holds the claim token it was given.
+Each claim, record, release and recovery also settles the configs' health rows (in-flight
+count, circuit breaker) in its own transaction.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from db.errors import NotEligible, NotFound
+from db import health
+from db.errors import NotEligible, NotFound, Raced
+from db.filters import DeliveryFilter
+from db.health import HealthRules, Settled, Transition
 from db.pool import ConnectionPool
+from db.rows import as_dict, as_dicts, as_type
 from db.sql import QUERIES
+from db.vocabulary import REPLAYABLE, Status
 
-TERMINAL = ("succeeded", "failed", "cancelled")
+CLAIM_TRIES = 3  # runs of a claim that keeps racing other workers for the same slots
 
 
 @dataclass(frozen=True)
@@ -38,7 +46,14 @@ class Claimed:
     generation_started_at: datetime
     last_backoff: float | None  # seconds, the backoff chosen after the previous attempt
     claimed_at: datetime
+    webhook_id: str  # the `webhook-id` of its requests: unique beyond this database
+    trace_parent: str | None  # the producer's W3C trace context, which each attempt continues
+    trace_state: str | None
     token: uuid.UUID
+    probe: bool = False  # the one attempt that tests an open circuit
+    max_in_flight: int | None = None  # the config's own cap, if it has one (all workers)
+    source: str = "api"  # where the event came from: api, kafka or backfill
+    message_key: bytes | None = field(default=None, repr=False)  # a Kafka message's key
 
 
 @dataclass(frozen=True)
@@ -55,10 +70,14 @@ class AttemptResult:
     duration_ms: int
     response_excerpt: str | None
     error: str | None
-    next_status: str
+    next_status: Status
     next_delay: float | None
     last_error: str | None
     next_backoff: float | None = None  # the policy's delay within next_delay, kept for jitter
+    verdict: str = health.NEUTRAL  # what the attempt says of the endpoint, for the breaker
+    sent_at: datetime | None = None  # when the request went out, on the database's clock
+    # The headers the request carried, but those every request carries alike (None: unknown)
+    request_headers: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,26 +85,61 @@ class Moved:
     """A delivery that changed state, its new state, and the claim that moved it (if any)."""
 
     id: int
-    status: str
+    status: Status
     next_attempt_at: datetime | None = None
     token: uuid.UUID | None = None
 
 
-def claim_due(pool: ConnectionPool, *, owner: str, limit: int) -> list[Claimed]:
-    """Claim up to `limit` due deliveries for `owner`; they are `delivering` on return."""
-    token = uuid.uuid4()
-    with pool.transaction() as cursor:
-        cursor.execute(
-            QUERIES["claim_due_deliveries"], {"limit": limit, "owner": owner, "token": str(token)}
-        )
-        rows = cursor.fetchall()
-    return [Claimed(*row, token=token) for row in rows]
+def _moved(row: dict[str, Any], **given: Any) -> Moved:
+    """Return the Moved of a statement's row (id, status and perhaps next_attempt_at)."""
+    return as_type(Moved, row, status=Status(row["status"]), **given)
+
+
+# For callers that do not pass a worker's rules (tools, tests): the default cap, no breaker.
+DEFAULT_RULES = HealthRules(failures_to_open=health.NEVER, min_volume=health.NEVER)
+
+
+def claim_due(pool: ConnectionPool, *, owner: str, limit: int,
+              rules: HealthRules = DEFAULT_RULES, capacity: int = 50, hold: int = 3,
+              rooms: Mapping[str, int] | None = None) -> list[Claimed]:
+    """Claim up to `limit` due deliveries for `owner`, fairly across configs and within their
+    caps; they are `delivering` on return. A claim of an open circuit is its probe.
+
+    Of each config it takes no more than the worker's room: `rooms` gives it for the configs
+    the worker holds (0 or less: none); for the others it is `hold` times the worker's share of
+    the config (its maxInFlight up to `capacity`, the worker's sends at once, or `rules.cap`).
+
+    A claim that raced another worker's for a config's last slots (or its probe) is run
+    again, at most CLAIM_TRIES times; after that this cycle claims nothing.
+    """
+    rooms = rooms or {}
+    params = {"limit": limit, "owner": owner, "cap": rules.cap, "ramp": rules.ramp,
+              "rate_burst": health.RATE_BURST, "capacity": capacity, "hold": hold,
+              "room_ids": list(rooms), "rooms": list(rooms.values())}
+    for _ in range(CLAIM_TRIES):
+        token = uuid.uuid4()
+        try:
+            with pool.statement() as cursor:
+                cursor.execute_prepared("claim_due_deliveries", {**params, "token": str(token)})
+                rows = as_dicts(cursor)
+        except Raced:
+            continue
+        return [as_type(Claimed, row, token=token) for row in rows]
+    return []
 
 
 def record(pool: ConnectionPool, results: Sequence[AttemptResult]) -> list[Moved]:
     """Append the attempts and move each still-claimed delivery to its next state."""
+    return record_and_settle(pool, results)[0]
+
+
+def record_and_settle(pool: ConnectionPool, results: Sequence[AttemptResult],
+                      rules: HealthRules = DEFAULT_RULES) -> tuple[list[Moved], list[Transition]]:
+    """Record the attempts and, in the same statement, free the slots of the claims that
+    moved and feed their verdicts to the circuit breaker; return the moves and the circuit
+    transitions. A late result of a recovered claim moves nothing and settles nothing."""
     if not results:
-        return []
+        return [], []
     params = {
         "ids": [r.delivery_id for r in results],
         "tokens": [str(r.token) for r in results],
@@ -101,40 +155,69 @@ def record(pool: ConnectionPool, results: Sequence[AttemptResult]) -> list[Moved
         "next_delays": [r.next_delay for r in results],
         "last_errors": [r.last_error for r in results],
         "next_backoffs": [r.next_backoff for r in results],
+        "verdicts": [r.verdict for r in results],
+        "sent_at": [r.sent_at for r in results],
+        "request_headers": [None if r.request_headers is None
+                            else json.dumps(r.request_headers, separators=(",", ":"))
+                            for r in results],
+        **rules.params(),
     }
-    with pool.transaction() as cursor:
-        cursor.execute(QUERIES["record_attempts"], params)
-        return [Moved(id, status, due, uuid.UUID(str(token)))
-                for id, token, status, due, _ in cursor.fetchall()]
+    with pool.statement() as cursor:
+        cursor.execute_prepared("record_and_settle", params)
+        rows = as_dicts(cursor)
+    moved = [_moved(row, token=uuid.UUID(str(row["claim_token"])))
+             for row in rows if row["kind"] == "moved"]
+    return moved, health.transitions([row for row in rows if row["kind"] == "settled"])
 
 
-def release(pool: ConnectionPool, claims: Sequence[tuple[int, uuid.UUID]]) -> list[Moved]:
-    """Hand claims back without an attempt: pending now, or cancelled if the config is off."""
+@dataclass(frozen=True)
+class HandedBack:
+    """Claims handed back without an attempt: the deliveries moved, and the circuits that
+    changed with them (a handed-back probe re-opens its circuit)."""
+
+    moved: list[Moved]
+    transitions: list[Transition]
+
+
+def release(pool: ConnectionPool, claims: Sequence[tuple[int, uuid.UUID]],
+            rules: HealthRules = DEFAULT_RULES) -> HandedBack:
+    """Hand claims back without an attempt: pending again in their place in the due order,
+    or cancelled if the config is off. Their slots are freed; a handed-back probe leaves its
+    circuit open, probing again now."""
     if not claims:
-        return []
+        return HandedBack([], [])
     with pool.transaction() as cursor:
         cursor.execute(
             QUERIES["release_claims"],
             {"ids": [id for id, _ in claims], "tokens": [str(token) for _, token in claims]},
         )
-        return [Moved(id, status) for id, status, _ in cursor.fetchall()]
+        return _settle_handed_back(cursor, as_dicts(cursor), rules)
 
 
-def recover_stale(pool: ConnectionPool, *, timeout: float, limit: int) -> list[Moved]:
-    """Return up to `limit` claims older than `timeout` seconds to the queue (or cancel them)."""
+def recover_stale(pool: ConnectionPool, *, timeout: float, limit: int,
+                  rules: HealthRules = DEFAULT_RULES) -> HandedBack:
+    """Return up to `limit` claims older than `timeout` seconds to the queue (or cancel them),
+    freeing their slots."""
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["recover_stale_claims"], {"timeout": float(timeout), "limit": limit})
-        return [Moved(id, status) for id, status, _ in cursor.fetchall()]
+        return _settle_handed_back(cursor, as_dicts(cursor), rules)
 
 
-def seconds_until_next_due(pool: ConnectionPool) -> float | None:
-    """Return the seconds until the earliest pending delivery is due, or None if none is."""
-    return pool.execute("seconds_until_next_due")[0][0]
+def _settle_handed_back(cursor: Any, rows: list[dict[str, Any]],
+                        rules: HealthRules) -> HandedBack:
+    """Settle the health of the configs whose claims `rows` handed back (same transaction)."""
+    moved = [_moved(row, token=uuid.UUID(str(row["claim_token"]))) for row in rows]
+    transitions = health.settle(cursor, [Settled(m.id, m.token, health.NONE) for m in moved],
+                                rules)
+    return HandedBack(moved, transitions)
 
 
-def queue_depth(pool: ConnectionPool, *, cap: int = 1_000_000) -> int:
-    """Return the number of pending deliveries, counting at most `cap`."""
-    return pool.execute("queue_depth", {"cap": cap})[0][0]
+def seconds_until_next_due(pool: ConnectionPool, rules: HealthRules = DEFAULT_RULES,
+                           saturated: Collection[str] = ()) -> float | None:
+    """Return the seconds until a claim could take something (of configs not in
+    `saturated`), or None if nothing waits."""
+    return pool.execute("seconds_until_next_due", {"cap": rules.cap, "ramp": rules.ramp,
+                                                   "saturated": sorted(saturated)})[0][0]
 
 
 @dataclass(frozen=True)
@@ -154,15 +237,15 @@ def replay(cursor: Any, delivery_id: int) -> Replay:
     or when its config is inactive or deleted.
     """
     cursor.execute(QUERIES["replay_delivery"], {"id": delivery_id})
-    row = cursor.fetchone()
+    row = as_dict(cursor)
     if row is not None:
-        return Replay(*row[:4])
+        return as_type(Replay, row)
     cursor.execute(QUERIES["replay_blocker"], {"id": delivery_id})
-    blocker = cursor.fetchone()
+    blocker = as_dict(cursor)
     if blocker is None:
         raise NotFound(f"delivery {delivery_id} not found")
-    status, config_active = blocker
-    if status in ("failed", "pending") and not config_active:
+    status = blocker["status"]
+    if status in REPLAYABLE and not blocker["config_active"]:
         raise NotEligible(f"delivery {delivery_id} belongs to an inactive or deleted config")
     raise NotEligible(
         f"delivery {delivery_id} is {status}; only failed and pending deliveries can be replayed"
@@ -177,41 +260,37 @@ class ReplayPage:
     expedited: list[int]
     skipped: list[tuple[int, str]]
     has_more: bool
-
-    @property
-    def last_id(self) -> int | None:
-        """The smallest id of the page: where the next page starts below."""
-        ids = [*self.replayed, *self.expedited, *(id for id, _ in self.skipped)]
-        return min(ids) if ids else None
+    last: tuple[datetime, int] | None  # (created_at, id) where the next page starts below
 
 
 def replay_page(
-    cursor: Any,
-    *,
-    created_from: datetime,
-    created_to: datetime,
-    statuses: Sequence[str],
-    config_ids: Sequence[str] | None,
-    before_id: int | None,
-    limit: int,
+    cursor: Any, filter: DeliveryFilter, *, before: tuple[datetime, int] | None, limit: int,
 ) -> ReplayPage:
-    """Replay or expedite one page of deliveries of a creation window, within a transaction."""
-    cursor.execute(QUERIES["replay_deliveries_page"], {
-        "created_from": created_from, "created_to": created_to, "statuses": list(statuses),
-        "config_ids": list(config_ids) if config_ids else None, "before_id": before_id,
-        "limit": limit,
-    })
-    rows = cursor.fetchall()
+    """Replay or expedite one page (newest first, below `before`) of what `filter` matches.
+
+    `before` is the (created_at, id) where the previous page ended. Runs within the caller's
+    transaction: the page is listed, then the failed and pending deliveries among it whose
+    config is active change in one guarded statement.
+    """
+    moment, id = before or (None, None)
+    cursor.execute(QUERIES["list_deliveries_newest"], {
+        **filter.params(), "cursor_id": id, "cursor_time": moment, "limit": limit + 1})
+    listed = [(row["created_at"], row["id"]) for row in as_dicts(cursor)]
+    page, has_more = [id for _, id in listed[:limit]], len(listed) > limit
+    if not page:
+        return ReplayPage([], [], [], has_more=False, last=None)
+    cursor.execute(QUERIES["replay_listed_deliveries"], {"ids": page})
     replayed, expedited, skipped = [], [], []
-    for id, action, status, config_active, _, _ in rows:
+    for row in as_dicts(cursor):
+        id, action, status = row["id"], row["action"], row["status"]
         if action == "REPLAYED":
             replayed.append(id)
         elif action == "EXPEDITED":
             expedited.append(id)
-        elif status not in ("failed", "pending"):
+        elif status not in REPLAYABLE:
             skipped.append((id, f"{status}: only failed and pending deliveries replay"))
-        elif not config_active:
+        elif not row["config_active"]:
             skipped.append((id, "its config is inactive or deleted"))
         else:
             skipped.append((id, "it changed state during the replay"))
-    return ReplayPage(replayed, expedited, skipped, has_more=bool(rows) and rows[0][4])
+    return ReplayPage(replayed, expedited, skipped, has_more=has_more, last=listed[:limit][-1])

@@ -25,6 +25,11 @@ class UniqueViolation(DatabaseError):
     """A row with the same unique key already exists."""
 
 
+class Raced(DatabaseError):
+    """A concurrent transaction changed what this one counted on; run it again (SQLSTATE
+    40001)."""
+
+
 class NotFound(DatabaseError):
     """The row an operation needs does not exist."""
 
@@ -42,6 +47,8 @@ def translated() -> Iterator[None]:
     """Re-raise psycopg2 errors as the service's own."""
     try:
         yield
+    except psycopg2.errors.SerializationFailure as error:
+        raise Raced(_message(error)) from error
     except (psycopg2.OperationalError, psycopg2.InterfaceError) as error:
         raise DatabaseUnavailable(_message(error)) from error
     except psycopg2.errors.UniqueViolation as error:

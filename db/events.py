@@ -10,6 +10,7 @@ from typing import Any
 
 from db.errors import InvalidInput
 from db.pool import ConnectionPool
+from db.rows import as_dict, as_type
 from db.sql import QUERIES
 
 MAX_ID_LENGTH = 255
@@ -18,12 +19,19 @@ MAX_TYPE_LENGTH = 255
 
 @dataclass(frozen=True)
 class NewEvent:
-    """An event to store; `payload` is its JSON text."""
+    """An event to store; `payload` is its JSON text.
+
+    From a broker message it may also carry the message key and the producer's W3C trace
+    context (`traceparent`, `tracestate`), which the event's delivery attempts continue.
+    """
 
     id: str
     type: str
     payload: str
     occurred_at: datetime | None = None
+    key: bytes | None = None
+    trace_parent: str | None = None
+    trace_state: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,16 +91,28 @@ def ingest(cursor: Any, events: Sequence[NewEvent], *, source: str) -> IngestCou
             "types": [e.type for e in events],
             "payloads": [e.payload for e in events],
             "occurred_at": [e.occurred_at for e in events],
+            "keys": [e.key for e in events],
+            "trace_parents": [e.trace_parent for e in events],
+            "trace_states": [e.trace_state for e in events],
             "source": source,
         },
     )
-    events_created, deliveries_created, _ = cursor.fetchone()
-    return IngestCounts(events_created, deliveries_created)
+    return as_type(IngestCounts, as_dict(cursor))
 
 
-def publish(pool: ConnectionPool, event: NewEvent, *, source: str = "api") -> list[int]:
-    """Store one event with its deliveries; return its delivery ids (idempotent on the id)."""
+@dataclass(frozen=True)
+class Published:
+    """The deliveries of a published event; `duplicate` when its id was already stored (then
+    the event stored first, with its payload, is the one delivered)."""
+
+    delivery_ids: list[int]
+    duplicate: bool
+
+
+def publish(pool: ConnectionPool, event: NewEvent, *, source: str = "api") -> Published:
+    """Store one event with its deliveries; return them (idempotent on the id)."""
     with pool.transaction() as cursor:
-        ingest(cursor, [event], source=source)
+        counts = ingest(cursor, [event], source=source)
         cursor.execute(QUERIES["deliveries_of_event"], {"event_id": event.id})
-        return [row[0] for row in cursor.fetchall()]
+        return Published([row[0] for row in cursor.fetchall()],
+                         duplicate=counts.events_created == 0)

@@ -1,28 +1,34 @@
-"""Read-only views of deliveries for operators: listings, one delivery with its attempts, stats."""
+"""Read-only views for operators: delivery listings and counts, one delivery with its attempts,
+stats, and attempt counts over time for charts."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
+from db.counting import Count, combine, worth_counting
+from db.filters import DeliveryFilter
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
 from db.sql import QUERIES
+from db.vocabulary import IN_HAND, Status
 
-STATUSES = ("pending", "delivering", "succeeded", "failed", "cancelled")
-COUNT_CAP = 1_000_000  # counts stop here, so stats stay cheap on a large table
+COUNT_CAP = 1_000_000  # the queue depth stops here
+EXACT_UP_TO = 10_000  # deliveries of one status counted exactly; more are estimated
+LARGE = 100_000  # a terminal status estimated this big is not counted at all
 
 
 @dataclass(frozen=True)
 class DeliverySummary:
     id: int
+    webhook_id: str  # a delivery made before webhook ids were keys: its number, as it was sent
     event_id: str
     event_type: str
     config_id: str
-    status: str
+    status: Status
     attempt_count: int
     replay_generation: int
     next_attempt_at: datetime | None
@@ -30,14 +36,19 @@ class DeliverySummary:
     last_error: str | None
     created_at: datetime
     updated_at: datetime
+    config_name: str | None
 
 
 @dataclass(frozen=True)
 class DeliveryDetail(DeliverySummary):
-    """A delivery with its event's payload (decoded JSON) and the time the event occurred."""
+    """A delivery with its event's payload (decoded JSON), the time the event occurred, and
+    what a broker message carried beside it (key, W3C trace context)."""
 
     payload: Any = None
     occurred_at: datetime | None = None
+    message_key: bytes | None = None
+    trace_parent: str | None = None
+    trace_state: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,41 +63,61 @@ class Attempt:
     response_excerpt: str | None
     error: str | None
     created_at: datetime
+    request_headers: dict[str, str] | None  # None for attempts recorded before it was kept
 
 
 @dataclass(frozen=True)
 class Stats:
-    by_status: dict[str, int]
+    by_status: dict[Status, Count]
     queue_depth: int
     oldest_due_age_seconds: float | None
 
 
+class Order(Enum):
+    """How a delivery listing is sorted, and the statements that walk it each way."""
+
+    NEWEST = ("list_deliveries_newest", "list_deliveries_oldest")
+    DUE_SOONEST = ("list_deliveries_due_soonest", "list_deliveries_due_latest")
+
+
 def deliveries(
     pool: ConnectionPool,
+    filter: DeliveryFilter,
     *,
     limit: int,
-    before_id: int | None = None,
-    config_id: str | None = None,
-    statuses: Sequence[str] | None = None,
-    event_type: str | None = None,
-    event_id: str | None = None,
-    created_after: datetime | None = None,
-    created_before: datetime | None = None,
+    order: Order = Order.NEWEST,
+    cursor: tuple[datetime, int] | None = None,
+    backwards: bool = False,
 ) -> list[DeliverySummary]:
-    """Return up to `limit` deliveries matching every given filter, newest first."""
-    params = {
-        "limit": limit,
-        "before_id": before_id,
-        "config_id": config_id,
-        "statuses": list(statuses) if statuses else None,
-        "event_type": event_type,
-        "event_id": event_id,
-        "created_after": created_after,
-        "created_before": created_before,
-    }
-    with pool.transaction() as cursor:
-        cursor.execute(QUERIES["list_deliveries"], params)
-        return [DeliverySummary(**row) for row in as_dicts(cursor)]
+    """Return up to `limit` deliveries `filter` matches, in `order` after `cursor`.
+
+    `cursor` is the (time, id) position of the last row seen: its creation time for NEWEST,
+    its next attempt time for DUE_SOONEST. `backwards` walks the other way from `cursor` and
+    returns the rows nearest to it first.
+    """
+    moment, id = cursor if cursor else (None, None)
+    params = {**filter.params(), "limit": limit, "cursor_id": id, "cursor_time": moment}
+    with pool.transaction() as db:
+        db.execute(QUERIES[order.value[backwards]], params)
+        return [DeliverySummary(**{**row, "status": Status(row["status"])})
+                for row in as_dicts(db)]
+
+
+def count(pool: ConnectionPool, filter: DeliveryFilter, *, bound: int) -> tuple[int, bool]:
+    """Return how many deliveries `filter` matches and whether that is exact.
+
+    Up to `bound` the count is exact; past it, the planner's estimate (never below
+    `bound + 1`) is returned, so that the cost stays bounded on any table size.
+    """
+    params = {**filter.params(), "bound": bound}
+    with pool.transaction() as db:
+        db.execute(QUERIES["count_deliveries"], params)
+        (exact,) = db.fetchone()
+        if exact <= bound:
+            return exact, True
+        db.execute(QUERIES["estimate_deliveries"], params)
+        (plan,) = db.fetchone()  # EXPLAIN's JSON, decoded by psycopg2
+    return max(int(plan[0]["Plan"]["Plan Rows"]), bound + 1), False
 
 
 def delivery(pool: ConnectionPool, id: int) -> DeliveryDetail | None:
@@ -96,7 +127,10 @@ def delivery(pool: ConnectionPool, id: int) -> DeliveryDetail | None:
         row = as_dict(cursor)
     if row is None:
         return None
-    return DeliveryDetail(**{**row, "payload": json.loads(row["payload"])})
+    key = row["message_key"]
+    return DeliveryDetail(**{**row, "status": Status(row["status"]),
+                             "payload": json.loads(row["payload"]),
+                             "message_key": None if key is None else bytes(key)})
 
 
 def attempts(pool: ConnectionPool, delivery_id: int) -> list[Attempt]:
@@ -106,12 +140,68 @@ def attempts(pool: ConnectionPool, delivery_id: int) -> list[Attempt]:
         return [Attempt(**row) for row in as_dicts(cursor)]
 
 
-def stats(pool: ConnectionPool, *, cap: int = COUNT_CAP) -> Stats:
-    """Return the count of each status, the queue depth and the age of the oldest due delivery."""
+def stats(pool: ConnectionPool, *, exact_up_to: int = EXACT_UP_TO, large: int = LARGE) -> Stats:
+    """Return the count of each status, the queue depth and the age of the oldest due delivery.
+
+    Each status is counted exactly up to `exact_up_to` rows; beyond that, and for a terminal
+    status estimated at `large` or more, its count is the planner's estimate, so the cost
+    stays flat however large the history grows.
+    """
     with pool.transaction() as cursor:
-        cursor.execute(QUERIES["count_deliveries_by_status"], {"cap": cap})
-        by_status = dict(zip(STATUSES, cursor.fetchone(), strict=True))
+        cursor.execute(QUERIES["estimate_deliveries_by_status"])
+        estimates = {row["status"]: row["estimate"] for row in as_dicts(cursor)}
+        # The work in hand is always counted: its count must follow it closely.
+        counted = [status for status in Status
+                   if worth_counting(estimates.get(status), always=status in IN_HAND,
+                                     large=large)]
+        cursor.execute(QUERIES["count_deliveries_by_status"],
+                       {status: exact_up_to if status in counted else 0 for status in Status})
+        exact = as_dict(cursor)
         cursor.execute(QUERIES["oldest_due_age"])
         (oldest,) = cursor.fetchone()
-    return Stats(by_status=by_status, queue_depth=by_status["pending"],
+    by_status = {status: combine(exact[status] if status in counted else None,
+                                 estimates.get(status), bound=exact_up_to)
+                 for status in Status}
+    return Stats(by_status=by_status,
+                 queue_depth=min(by_status[Status.PENDING].value, COUNT_CAP),
                  oldest_due_age_seconds=oldest)
+
+
+@dataclass(frozen=True)
+class AttemptCount:
+    """Attempts of one config with one outcome that started in one time bucket."""
+
+    config_id: str
+    config_name: str | None
+    bucket: datetime
+    outcome: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class AttemptHistory:
+    counts: list[AttemptCount]
+    complete: bool  # False when the scan limit stopped before the window's start
+
+
+def attempt_history(
+    pool: ConnectionPool,
+    *,
+    since: datetime,
+    bucket_seconds: int,
+    config_ids: list[str] | None,
+    scan_limit: int,
+) -> AttemptHistory:
+    """Count the attempts since `since` by config, bucket and outcome, among the newest ones.
+
+    At most `scan_limit` attempts are read (newest first, by primary key), whatever the
+    table's size; `complete` says whether they reach back to `since`.
+    """
+    params = {"since": since, "bucket_seconds": bucket_seconds,
+              "config_ids": config_ids or None, "scan_limit": scan_limit}
+    with pool.transaction() as db:
+        db.execute(QUERIES["attempt_history"], params)
+        rows = as_dicts(db)
+    complete = all([row.pop("complete") for row in rows])  # a list: pop from every row
+    counts = [AttemptCount(**row) for row in rows if row["config_id"] is not None]
+    return AttemptHistory(counts=counts, complete=complete)

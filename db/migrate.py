@@ -6,6 +6,12 @@ Each file `NNNN_name.sql` runs once, in its own transaction, and is recorded in
 A migration that alters a busy table waits for its lock at most LOCK_TIMEOUT, then gives
 way and tries again: queued behind a long reader, it would otherwise hold up every claim,
 record and ingest queued behind it, stalling the running service.
+
+Statements that must not run in a transaction (`CREATE INDEX CONCURRENTLY`, which builds an
+index on a busy table without blocking its writes) go after a line `-- concurrently --`: they
+run one by one, outside the transaction, after it commits and before the migration is
+recorded. Both parts must then be idempotent (`IF NOT EXISTS`): a run interrupted between
+them starts the migration again.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ from db.pool import connect
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 MIGRATION_LOCK = 7_245_101  # pg_advisory_lock key shared by every `webhooks migrate`
 LOCK_TIMEOUT = "5s"  # longest wait for a table lock within one try of a migration
+LOCK_POLL = 0.2  # seconds between tries of the migration lock held by another run
 LOCK_TRIES = 12  # tries of one migration before giving up (about a minute and a half)
 _FILE_NAME = re.compile(r"^(\d{4})_(\w+)\.sql$")
+CONCURRENTLY = "-- concurrently --"  # the line after which statements run outside a transaction
 
 
 @dataclass(frozen=True)
@@ -35,7 +43,17 @@ class Migration:
     path: Path
 
     def sql(self) -> str:
-        return self.path.read_text()
+        """Return the statements that run in the migration's transaction."""
+        return self.path.read_text().split(CONCURRENTLY, 1)[0]
+
+    def concurrent_statements(self) -> list[str]:
+        """Return the statements that run one by one after the transaction commits."""
+        parts = self.path.read_text().split(CONCURRENTLY, 1)
+        if len(parts) == 1:
+            return []
+        code = "\n".join(line for line in parts[1].splitlines()
+                         if not line.lstrip().startswith("--"))
+        return [statement.strip() for statement in code.split(";") if statement.strip()]
 
 
 def migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
@@ -58,7 +76,7 @@ def migrate(dsn: str, *, report: Callable[[str], None] = lambda _: None) -> list
     applied: list[Migration] = []
     try:
         with translated(), conn.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+            _lock(cursor)
             cursor.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
                 " version integer PRIMARY KEY,"
@@ -79,6 +97,16 @@ def migrate(dsn: str, *, report: Callable[[str], None] = lambda _: None) -> list
     return applied
 
 
+def _lock(cursor) -> None:
+    """Take the migration lock, polling: a run blocked inside `pg_advisory_lock` would hold a
+    snapshot that the other run's `CREATE INDEX CONCURRENTLY` waits for (a deadlock)."""
+    while True:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,))
+        if cursor.fetchone()[0]:
+            return
+        time.sleep(LOCK_POLL)
+
+
 def _apply(cursor, migration: Migration, report: Callable[[str], None]) -> None:
     """Run one migration in its own transaction, giving way to busy tables between tries."""
     for attempt in range(1, LOCK_TRIES + 1):
@@ -86,6 +114,11 @@ def _apply(cursor, migration: Migration, report: Callable[[str], None]) -> None:
         try:
             cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
             cursor.execute(migration.sql())
+            if migration.concurrent_statements():
+                cursor.execute("COMMIT")
+                for statement in migration.concurrent_statements():
+                    cursor.execute(statement)
+                cursor.execute("BEGIN")
             cursor.execute(
                 "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                 (migration.version, migration.name),

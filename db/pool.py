@@ -8,31 +8,99 @@ failed at the network level is closed and replaced on next use.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
+import gevent
 import gevent.lock
 import gevent.queue
 import psycopg2
 import psycopg2.extensions
 
-from db.errors import DatabaseUnavailable, translated
+from db.errors import DatabaseError, DatabaseUnavailable, InvalidData, InvalidInput, translated
+from db.rows import as_dicts
 from db.sql import QUERIES
 
-Connection = psycopg2.extensions.connection
-Cursor = psycopg2.extensions.cursor
-
 DEFAULT_CONNECT_TIMEOUT = 5  # seconds to open one connection
+# TCP keepalives: a connection whose server vanished without a word (a network partition, a
+# host gone) is found dead within about a minute instead of blocking its query for good.
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
+              "keepalives_count": 3}
+
+
+class _Connection(psycopg2.extensions.connection):
+    """A connection that remembers the named statements it has prepared (name -> EXECUTE)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.prepared: dict[str, str] = {}
+
+
+class _Cursor(psycopg2.extensions.cursor):
+    """A cursor that reports unsendable parameters (NUL, lone surrogates) as InvalidData."""
+
+    def execute(self, query: Any, vars: Any = None) -> None:
+        try:
+            super().execute(query, vars)
+        except ValueError as error:
+            raise InvalidData(f"cannot send a parameter: {error}") from error
+
+    def execute_prepared(self, name: str, params: dict[str, Any]) -> None:
+        """Run the named statement as a server-side prepared statement of this connection.
+
+        For the statements a worker runs many times a second: PostgreSQL parses and plans
+        them once per connection instead of at every run (about a millisecond each for the
+        claim and the record). Prepared at first use: the placeholders become $1, $2, ...
+        in order of first appearance, each of them cast in the statement (`%(limit)s::integer`)
+        so that its type is the one written, never one PostgreSQL guessed.
+        """
+        execute = self.connection.prepared.get(name)
+        if execute is None:
+            text, parameters = numbered(QUERIES[name])
+            self.execute(f"PREPARE {name} AS {text}")
+            arguments = ", ".join(f"%({n})s::{t}" for n, t in parameters)
+            execute = self.connection.prepared[name] = f"EXECUTE {name} ({arguments})"
+        self.execute(execute, params)
+
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s(?:::(\w+(?:\[\])?))?")
+
+
+def numbered(statement: str) -> tuple[str, list[tuple[str, str]]]:
+    """Return `statement` with its %(name)s placeholders as $n, and each (name, type) in $n
+    order; raise ValueError when a placeholder has no cast or two casts disagree."""
+    parameters: dict[str, str] = {}
+
+    def number(match: re.Match) -> str:
+        name, type_ = match.groups()
+        if type_ is None:
+            raise ValueError(f"%({name})s needs a cast (%({name})s::type) to be prepared")
+        if parameters.setdefault(name, type_) != type_:
+            raise ValueError(f"%({name})s is cast to {parameters[name]} and to {type_}")
+        return f"${list(parameters).index(name) + 1}::{type_}"
+
+    text = _PLACEHOLDER.sub(number, statement).replace("%%", "%")
+    return text, list(parameters.items())
 
 
 def connect(dsn: str, *, autocommit: bool = False, application_name: str = "webhooks") -> Any:
-    """Open one connection in UTC, raising DatabaseUnavailable when the server is unreachable."""
-    with translated():
+    """Open one connection in UTC, raising DatabaseUnavailable when the server is unreachable.
+
+    The timeout is our own: with gevent's wait callback the connection is opened
+    asynchronously, and libpq applies `connect_timeout` only to blocking connections.
+    """
+    timeout = gevent.Timeout(DEFAULT_CONNECT_TIMEOUT, DatabaseUnavailable(
+        f"no connection to the database within {DEFAULT_CONNECT_TIMEOUT} s"))
+    with translated(), timeout:
         conn = psycopg2.connect(
             dsn,
             connect_timeout=DEFAULT_CONNECT_TIMEOUT,
             application_name=application_name,
             options="-c timezone=UTC",
+            connection_factory=_Connection,
+            cursor_factory=_Cursor,
+            **KEEPALIVES,
         )
     conn.autocommit = autocommit
     return conn
@@ -54,6 +122,25 @@ def transaction_on(conn: Any) -> Iterator[Any]:
             with contextlib.suppress(psycopg2.Error):
                 conn.rollback()
         raise
+
+
+def check_dsn(dsn: str) -> None:
+    """Raise InvalidInput unless `dsn` reads as a PostgreSQL URL or key=value string.
+
+    The message never quotes the DSN, which may hold a password.
+    """
+    try:
+        options = psycopg2.extensions.parse_dsn(dsn)
+    except psycopg2.ProgrammingError:
+        raise InvalidInput("not a PostgreSQL connection string; use "
+                           "postgresql://user:password@host:port/dbname") from None
+    if not all(port.strip().isdigit() for port in options.get("port", "0").split(",")):
+        raise InvalidInput("the port is not a number")
+
+
+def check_reachable(dsn: str) -> None:
+    """Open and close one connection; raise DatabaseUnavailable when the server is not there."""
+    connect(dsn, application_name="webhooks-startup").close()
 
 
 class ConnectionPool:
@@ -88,11 +175,42 @@ class ConnectionPool:
         with self.connection() as conn, transaction_on(conn) as cursor:
             yield cursor
 
+    @contextlib.contextmanager
+    def statement(self) -> Iterator[Any]:
+        """Yield a cursor whose each statement is its own transaction (autocommit).
+
+        For a statement that must hold its row locks as briefly as possible: it commits on
+        the server as it ends, with no round trip (and no wait for this greenlet to be
+        scheduled again) between its last lock and its commit.
+        """
+        with self.connection() as conn:
+            conn.autocommit = True
+            try:
+                with translated(), conn.cursor() as cursor:
+                    yield cursor
+            finally:
+                if not conn.closed:
+                    conn.autocommit = False
+
     def execute(self, name: str, params: Any = None) -> list[tuple]:
         """Run the named statement in its own transaction and return its rows (if any)."""
         with self.transaction() as cursor:
             cursor.execute(QUERIES[name], params)
             return cursor.fetchall() if cursor.description else []
+
+    def rows(self, name: str, params: Any = None) -> list[dict[str, Any]]:
+        """Run the named statement in its own transaction; return its rows by column name."""
+        with self.transaction() as cursor:
+            cursor.execute(QUERIES[name], params)
+            return as_dicts(cursor)
+
+    def ready(self) -> bool:
+        """Return True when the database answers a trivial query (readiness checks)."""
+        try:
+            self.execute("ping")
+        except DatabaseError:
+            return False
+        return True
 
     def close(self) -> None:
         """Close idle connections; connections in use close when they come back."""

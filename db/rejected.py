@@ -48,7 +48,7 @@ def store(cursor: Any, rejections: Sequence[Rejection]) -> list[Rejection]:
             "raws": [r.raw for r in rejections],
         },
     )
-    new = set(cursor.fetchall())
+    new = {(row["topic"], row["partition"], row["offset"]) for row in as_dicts(cursor)}
     return [r for r in rejections if (r.topic, r.partition, r.offset) in new]
 
 

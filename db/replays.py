@@ -13,6 +13,7 @@ from typing import Any
 
 from db.errors import Conflict, InvalidInput
 from db.pool import ConnectionPool
+from db.rows import as_dict
 from db.sql import QUERIES
 
 TTL = 24 * 3600.0  # seconds a key remembers its request and result
@@ -54,12 +55,11 @@ def run_once(
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["lock_idempotency_key"], {"namespace": LOCK_NAMESPACE, "key": key})
         cursor.execute(QUERIES["find_idempotency_record"], {"key": key, "ttl": ttl})
-        found = cursor.fetchone()
+        found = as_dict(cursor)
         if found is not None:
-            remembered_fingerprint, result = found
-            if remembered_fingerprint != fingerprint:
+            if found["request_fingerprint"] != fingerprint:
                 raise Conflict("this Idempotency-Key was already used for a different request")
-            return result, False
+            return found["result"], False
         result = operation(cursor)
         cursor.execute(
             QUERIES["remember_idempotency_record"],

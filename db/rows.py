@@ -1,8 +1,12 @@
-"""Turn cursor rows into dictionaries keyed by column name."""
+"""Turn cursor rows into dictionaries keyed by column name, and those into typed rows."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def as_dicts(cursor: Any) -> list[dict[str, Any]]:
@@ -17,3 +21,14 @@ def as_dict(cursor: Any) -> dict[str, Any] | None:
     if row is None:
         return None
     return dict(zip([column.name for column in cursor.description], row, strict=True))
+
+
+def as_type(cls: type[T], row: Mapping[str, Any], **given: Any) -> T:
+    """Build the dataclass `cls` from the columns of `row` named as its fields, and `given`.
+
+    Columns no field is named after (a statement's bookkeeping, such as the count that makes
+    it send a wake-up) are left out; a field with neither a column nor a default raises.
+    """
+    columns = {field.name: row[field.name] for field in dataclasses.fields(cls)
+               if field.name in row and field.name not in given}
+    return cls(**columns, **given)

@@ -1,7 +1,8 @@
 """Load the named statements of `db/queries/*.sql` once, and look them up by name.
 
 A file holds statements, each under a header line `-- name --` followed by a one-line
-`-- description` comment.
+`-- description` comment. A statement may include another by name with `/* include NAME */`
+(used for the conditions of a delivery filter, which several statements share).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 QUERIES_DIR = Path(__file__).with_name("queries")
 _HEADER = re.compile(r"^-- (\w+) --$", re.MULTILINE)
+_INCLUDE = re.compile(r"/\* include (\w+) \*/")
 
 
 def parse(text: str, origin: str = "<sql>") -> dict[str, str]:
@@ -40,7 +42,21 @@ def load(directory: Path = QUERIES_DIR) -> dict[str, str]:
             if name in statements:
                 raise ValueError(f"{path.name}: {name} already defined in another file")
             statements[name] = statement
-    return statements
+    return expand(statements)
+
+
+def expand(statements: dict[str, str]) -> dict[str, str]:
+    """Return `statements` with each `/* include NAME */` replaced by the statement NAME."""
+
+    def included(match: re.Match) -> str:
+        name = match.group(1)
+        if name not in statements:
+            raise ValueError(f"include of unknown statement {name}")
+        if _INCLUDE.search(statements[name]):
+            raise ValueError(f"{name} is included, so it may not include others")
+        return statements[name]
+
+    return {name: _INCLUDE.sub(included, statement) for name, statement in statements.items()}
 
 
 QUERIES = load()

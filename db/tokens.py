@@ -11,10 +11,11 @@ from db.errors import InvalidInput, NotFound, UniqueViolation
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
 from db.sql import QUERIES
+from db.vocabulary import TOKEN_PREFIX
 
-TOKEN_PREFIX = "whk_"
 ROLES = ("viewer", "operator")
 MAX_NAME_LENGTH = 100
+MAX_EXPIRES_IN = 10 * 365 * 86400.0  # seconds: the longest lifetime a token may be given
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,10 @@ class Token:
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
+    expires_at: datetime | None = None  # None: never
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
 
 def digest(token: str) -> str:
@@ -32,10 +37,14 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create(pool: ConnectionPool, *, name: str, role: str) -> tuple[Token, str]:
-    """Mint a token; return its record and the plain token, which is never stored."""
+def create(pool: ConnectionPool, *, name: str, role: str,
+           expires_in: float | None = None) -> tuple[Token, str]:
+    """Mint a token, valid for `expires_in` seconds (None: until revoked); return its record
+    and the plain token, which is never stored."""
     if role not in ROLES:
         raise InvalidInput(f"role: choose one of {', '.join(ROLES)}")
+    if expires_in is not None and not 0 < expires_in <= MAX_EXPIRES_IN:
+        raise InvalidInput(f"expires in: give more than 0 s and at most {MAX_EXPIRES_IN:.0f} s")
     name = name.strip()
     if not name or len(name) > MAX_NAME_LENGTH:
         raise InvalidInput(f"name: give 1 to {MAX_NAME_LENGTH} characters")
@@ -43,14 +52,16 @@ def create(pool: ConnectionPool, *, name: str, role: str) -> tuple[Token, str]:
     try:
         with pool.transaction() as cursor:
             cursor.execute(QUERIES["insert_token"],
-                           {"name": name, "role": role, "token_hash": digest(plain)})
+                           {"name": name, "role": role, "token_hash": digest(plain),
+                            "expires_in": expires_in})
             return Token(**as_dict(cursor)), plain
     except UniqueViolation:
         raise InvalidInput(f"name: a live token called {name!r} exists; revoke it first") from None
 
 
 def live(pool: ConnectionPool) -> list[Token]:
-    """Return the tokens that are not revoked."""
+    """Return the tokens that are not revoked (expired ones included: their names stay taken
+    until they are revoked)."""
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["list_tokens"])
         return [Token(**row) for row in as_dicts(cursor)]
@@ -64,11 +75,19 @@ def revoke(pool: ConnectionPool, name: str) -> None:
             raise NotFound(f"no live token called {name!r}")
 
 
-def role_of(pool: ConnectionPool, token: str) -> str | None:
-    """Return the role of a live token, or None for an unknown or revoked one."""
+@dataclass(frozen=True)
+class Principal:
+    """Who a request acts as: the token's name (never the token) and its role."""
+
+    name: str
+    role: str
+
+
+def authenticate(pool: ConnectionPool, token: str) -> Principal | None:
+    """Return who a live token belongs to, or None for an unknown, revoked or expired one."""
     if not token.startswith(TOKEN_PREFIX):
         return None
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["authenticate_token"], {"token_hash": digest(token)})
-        row = cursor.fetchone()
-    return row[0] if row else None
+        row = as_dict(cursor)
+    return Principal(**row) if row else None

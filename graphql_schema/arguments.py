@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from db.errors import InvalidInput
+from graphql_schema.scalars import RFC_3339_HINT
 
 MAX_ID = 2**63 - 1  # deliveries.id is a bigint
 MAX_TEXT_LENGTH = 2048
+MAX_GRACE_SECONDS = 30 * 24 * 3600  # longest grace a secret rotation may be given (30 days)
 
 
 def delivery_id(id: str) -> int:
@@ -47,9 +49,16 @@ def texts(values: list[str] | None, field: str) -> list[str] | None:
     return None if values is None else [text(value, field) for value in values]
 
 
+def grace_seconds(value: int | None) -> int | None:
+    """Return a rotation grace in seconds (None stays None) if 0 to 30 days, else raise."""
+    if value is not None and not 0 <= value <= MAX_GRACE_SECONDS:
+        raise InvalidInput(f"graceSeconds: must be 0 to {MAX_GRACE_SECONDS} seconds (30 days), "
+                           f"not {value}")
+    return value
+
+
 def instant(value: datetime | None, field: str) -> datetime | None:
     """Return `value` if it carries a UTC offset (RFC 3339), else raise InvalidInput."""
     if value is not None and value.tzinfo is None:
-        raise InvalidInput(f"{field}: give an RFC 3339 time with an offset, e.g. "
-                           "2024-05-01T12:00:00Z")
+        raise InvalidInput(f"{field}: {RFC_3339_HINT}")
     return value

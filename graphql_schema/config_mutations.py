@@ -6,8 +6,10 @@ from typing import Any
 
 import strawberry
 
-from db import configs
+from db import configs, health
 from db.configs import ConfigChange as ChangeRow
+from db.errors import InvalidInput
+from db.vocabulary import SECRET_PREFIX, Status
 from graphql_schema import arguments
 from graphql_schema.access import operator_mutation
 from graphql_schema.context import Info
@@ -20,15 +22,28 @@ class CreateConfigInput:
     event_types: list[str] = strawberry.field(description="Exact event types; at least one.")
     name: str | None = None
     secret: str | None = strawberry.field(
-        default=None, description="whsec_<base64> of 24 to 64 bytes; generated when omitted.")
+        default=None, description=f"{SECRET_PREFIX}<base64> of {configs.SECRET_MIN_BYTES} to "
+                                  f"{configs.SECRET_MAX_BYTES} bytes; generated when omitted.")
     active: bool = True
+    max_in_flight: int | None = strawberry.field(
+        default=None, description="Most attempts in flight at once across all workers, 1 to "
+                                  "10,000; omitted: no such bound (each worker sends at most "
+                                  "WEBHOOKS_ENDPOINT_CONCURRENCY at once).")
+    rate_per_second: float | None = strawberry.field(
+        default=None, description="Most attempts started per second across all workers; "
+                                  "omitted: no limit.")
 
 
-@strawberry.input(description="Omitted fields keep their value; a null name clears it.")
+@strawberry.input(description="Omitted fields keep their value; a null name, cap or rate "
+                              "clears it.")
 class UpdateConfigInput:
     endpoint: str | None = strawberry.UNSET
     event_types: list[str] | None = strawberry.UNSET
     name: str | None = strawberry.UNSET
+    max_in_flight: int | None = strawberry.field(
+        default=strawberry.UNSET, description="1 to 10,000; null: the default cap.")
+    rate_per_second: float | None = strawberry.field(
+        default=strawberry.UNSET, description="Attempts per second; null: no limit.")
 
 
 @strawberry.type(description="A config and its secret, shown on creation and rotation only.")
@@ -48,12 +63,25 @@ def _config_id(id: strawberry.ID) -> str:
     return arguments.text(str(id), "id")
 
 
+def _endpoint(info: Info, endpoint: str | None) -> str | None:
+    """Return `endpoint` unless webhooks could not be sent to it (private addresses)."""
+    endpoint = arguments.text(endpoint, "endpoint")
+    refusal = info.context.endpoint_refusal
+    if endpoint is not None and refusal is not None and (reason := refusal(endpoint)):
+        raise InvalidInput(f"endpoint: {reason}")
+    return endpoint
+
+
 def _given(value: Any) -> Any:
     return None if value is strawberry.UNSET else value
 
 
+def _limit(value: Any) -> Any:
+    return health.KEEP if value is strawberry.UNSET else value
+
+
 def _change(info: Info, change: ChangeRow) -> ConfigChange:
-    info.context.telemetry.transition("pending", "cancelled", change.cancelled)
+    info.context.telemetry.transition(Status.PENDING, Status.CANCELLED, change.cancelled)
     return ConfigChange(config=Config.from_row(change.config),
                         cancelled_deliveries=change.cancelled)
 
@@ -64,11 +92,13 @@ class ConfigMutations:
     def create_config(self, info: Info, input: CreateConfigInput) -> ConfigWithSecret:
         config, secret = configs.create(
             info.context.pool,
-            endpoint=arguments.text(input.endpoint, "endpoint"),
+            endpoint=_endpoint(info, input.endpoint),
             event_types=arguments.texts(input.event_types, "eventTypes"),
             name=arguments.text(input.name, "name"),
             secret=arguments.text(input.secret, "secret"),
             active=input.active,
+            max_in_flight=input.max_in_flight,
+            rate_per_second=input.rate_per_second,
         )
         return ConfigWithSecret(config=Config.from_row(config), secret=secret)
 
@@ -77,10 +107,12 @@ class ConfigMutations:
         config = configs.update(
             info.context.pool,
             _config_id(id),
-            endpoint=arguments.text(_given(input.endpoint), "endpoint"),
+            endpoint=_endpoint(info, _given(input.endpoint)),
             event_types=arguments.texts(_given(input.event_types), "eventTypes"),
             name=arguments.text(_given(input.name), "name"),
             set_name=input.name is not strawberry.UNSET,
+            max_in_flight=_limit(input.max_in_flight),
+            rate_per_second=_limit(input.rate_per_second),
         )
         return Config.from_row(config)
 
@@ -99,11 +131,17 @@ class ConfigMutations:
 
     @operator_mutation(
         description="Install a new secret (generated when omitted); each rotated-out secret "
-                    "(the 5 newest) keeps signing alongside it for its own grace period.")
-    def rotate_config_secret(self, info: Info, id: strawberry.ID,
-                             secret: str | None = None) -> ConfigWithSecret:
+                    "(the 5 newest) keeps signing alongside it for its own grace period: "
+                    "`graceSeconds` for the one retired now (0 to 2592000, default "
+                    "WEBHOOKS_SECRET_ROTATION_GRACE). A grace of 0 stops every rotated-out "
+                    "secret signing at once, to revoke a leaked one.")
+    def rotate_config_secret(self, info: Info, id: strawberry.ID, secret: str | None = None,
+                             grace_seconds: int | None = None) -> ConfigWithSecret:
+        grace = arguments.grace_seconds(grace_seconds)
+        if grace is None:
+            grace = info.context.secret_rotation_grace
         config, new_secret = configs.rotate_secret(
             info.context.pool, _config_id(id), secret=arguments.text(secret, "secret"),
-            grace_seconds=info.context.secret_rotation_grace,
+            grace_seconds=grace,
         )
         return ConfigWithSecret(config=Config.from_row(config), secret=new_secret)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import strawberry
@@ -17,6 +18,20 @@ class Telemetry(Protocol):
 
     def transition(self, source: str, target: str, count: int = 1) -> None: ...
 
+    def circuit_transition(self, source: str, target: str) -> None: ...
+
+    def ingested(self, source: str, count: int) -> None: ...
+
+    def api_request(self, operation: str, outcome: str, seconds: float) -> None: ...
+
+
+@dataclass
+class Observed:
+    """What the schema saw of one request, for the API's metrics."""
+
+    operation: str | None = None  # the first root field of the operation run
+    codes: list[str] = field(default_factory=list)  # the codes of the errors returned
+
 
 @dataclass(frozen=True)
 class Context:
@@ -26,8 +41,12 @@ class Context:
     telemetry: Telemetry
     max_payload: int  # bytes of JSON an event payload may take
     secret_rotation_grace: float  # seconds a rotated-out secret keeps signing
+    # Why webhooks could not be sent to an endpoint URL, or None; unset: private allowed.
+    endpoint_refusal: Callable[[str], str | None] | None = None
     role: str | None = None  # "viewer", "operator", or None when not authenticated
+    token_name: str | None = None  # the name of the caller's token (never the token)
     idempotency_key: str | None = None  # the request's Idempotency-Key header
+    observed: Observed = field(default_factory=Observed)
 
 
 Info = strawberry.Info[Context, Any]

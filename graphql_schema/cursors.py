@@ -24,7 +24,7 @@ def encode(listing: str, **position: Any) -> str:
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
-def decode(listing: str, cursor: str) -> dict[str, Any]:
+def decode(listing: str, cursor: str, argument: str = "after") -> dict[str, Any]:
     """Return the position a cursor of `listing` holds, or raise InvalidInput."""
     try:
         if len(cursor) > MAX_CURSOR_LENGTH:
@@ -35,17 +35,32 @@ def decode(listing: str, cursor: str) -> dict[str, Any]:
             raise ValueError("not a cursor of this listing")
         return position
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise InvalidInput("after: not a cursor of this listing; pass an endCursor as is") from None
+        raise _not_a_cursor(argument) from None
 
 
-def id_after(listing: str, cursor: str | None) -> int | None:
+def id_after(listing: str, cursor: str | None, argument: str = "after") -> int | None:
     """Return the id position of a cursor of `listing` (None when no cursor is given)."""
     if cursor is None:
         return None
-    position = decode(listing, cursor).get("id")
+    position = decode(listing, cursor, argument).get("id")
     if type(position) is not int or not 0 < position <= MAX_ID:
-        raise InvalidInput("after: not a cursor of this listing; pass an endCursor as is")
+        raise _not_a_cursor(argument)
     return position
+
+
+def time_and_id_after(listing: str, cursor: str | None, argument: str = "after", *,
+                      key: str) -> tuple[datetime, int] | None:
+    """Return the (time, id) position of a cursor of `listing`, its time under `key`, or None."""
+    if cursor is None:
+        return None
+    id = id_after(listing, cursor, argument)
+    try:
+        moment = datetime.fromisoformat(decode(listing, cursor, argument)[key])
+        if moment.tzinfo is None:
+            raise ValueError("no offset")
+    except (KeyError, TypeError, ValueError):
+        raise _not_a_cursor(argument) from None
+    return moment, id
 
 
 def created_and_id_after(listing: str, cursor: str | None) -> tuple[datetime, str] | None:
@@ -59,5 +74,12 @@ def created_and_id_after(listing: str, cursor: str | None) -> tuple[datetime, st
         if created.tzinfo is None or not isinstance(id, str) or "\x00" in id:
             raise ValueError("malformed position")
     except (KeyError, TypeError, ValueError):
-        raise InvalidInput("after: not a cursor of this listing; pass an endCursor as is") from None
+        raise _not_a_cursor("after") from None
     return created, id
+
+
+def _not_a_cursor(argument: str) -> InvalidInput:
+    """Return the error of a cursor that `argument` cannot take, naming the one to pass."""
+    returned = "startCursor" if argument == "before" else "endCursor"
+    return InvalidInput(f"{argument}: not a cursor of this listing; pass a {returned} it "
+                        "returned as is")

@@ -54,10 +54,17 @@ def code_of(error: GraphQLError) -> str:
     if error.path is None and (error.locations or original is None
                                or isinstance(original, GraphQLError)):
         return BAD_USER_INPUT  # the document or its variables: syntax, validation, coercion
+    return code_for(original)
+
+
+def code_for(error: BaseException | None) -> str:
+    """Return the code the client sees for an exception a resolver raised."""
+    if isinstance(error, GraphQLError) and error.extensions and "code" in error.extensions:
+        return error.extensions["code"]
     for kind, code in EXPECTED:
-        if isinstance(original, kind):
+        if isinstance(error, kind):
             return code
-    if isinstance(original, DatabaseUnavailable):
+    if isinstance(error, DatabaseUnavailable):
         return UNAVAILABLE
     return INTERNAL_SERVER_ERROR
 

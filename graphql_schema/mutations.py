@@ -12,6 +12,7 @@ from db import events
 from graphql_schema.access import operator_mutation
 from graphql_schema.config_mutations import ConfigMutations
 from graphql_schema.context import Info
+from graphql_schema.health_mutations import HealthMutations
 from graphql_schema.replay_mutations import ReplayMutations
 
 
@@ -30,6 +31,9 @@ class PublishedEvent:
     event_id: str
     delivery_ids: list[strawberry.ID] = strawberry.field(
         description="One delivery per active config subscribed to the event's type.")
+    duplicate: bool = strawberry.field(
+        description="True when an event with this id was already stored: nothing new was "
+                    "created, and the first payload, not this one, is the one delivered.")
 
 
 @strawberry.type
@@ -38,8 +42,12 @@ class EventMutations:
     def publish_event(self, info: Info, input: PublishEventInput) -> PublishedEvent:
         event = events.new_event(input.id or f"evt_{uuid.uuid4().hex}", input.type,
                                  input.payload, max_payload=info.context.max_payload)
-        ids = events.publish(info.context.pool, event, source="api")
-        return PublishedEvent(event_id=event.id, delivery_ids=[strawberry.ID(str(i)) for i in ids])
+        published = events.publish(info.context.pool, event, source="api")
+        info.context.telemetry.ingested("api", int(not published.duplicate))
+        return PublishedEvent(
+            event_id=event.id, duplicate=published.duplicate,
+            delivery_ids=[strawberry.ID(str(i)) for i in published.delivery_ids])
 
 
-Mutation = merge_types("Mutation", (ConfigMutations, EventMutations, ReplayMutations))
+Mutation = merge_types("Mutation",
+                       (ConfigMutations, EventMutations, HealthMutations, ReplayMutations))

@@ -1,15 +1,18 @@
-"""Read-only queries: deliveries, configs, stats and rejected broker messages."""
+"""Read-only queries: deliveries, configs, stats, attempt history, the caller, rejected messages."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import functools
+from datetime import UTC, datetime, timedelta
+from enum import Enum
 
 import strawberry
 
-from db import configs, inspection, rejected
-from db.errors import NotFound
-from graphql_schema import arguments, cursors
+from db import configs, health, inspection, rejected, stalls
+from db.errors import InvalidInput, NotFound
+from graphql_schema import arguments, cursors, filters, history
 from graphql_schema.connections import (
+    COUNT_BOUND,
     DEFAULT_PAGE,
     ConfigConnection,
     ConfigEdge,
@@ -21,53 +24,87 @@ from graphql_schema.connections import (
     page_size,
 )
 from graphql_schema.context import Info
+from graphql_schema.filters import DeliveryFilter
 from graphql_schema.types import (
+    AttemptHistory,
     Config,
     Delivery,
     DeliveryStatus,
     DeliverySummary,
+    HealthState,
+    Me,
     RejectedEvent,
+    Role,
+    StalledPartition,
     Stats,
     StatusCount,
 )
 
+HISTORY_SCAN_LIMIT = 100_000  # newest attempts read by attemptHistory (≈ 0.3 s on 2 cores)
+MAX_HISTORY_HOURS = 7 * 24
+MAX_BUCKETS = 500
 
-@strawberry.input(description="Every given field must match; omitted (or null) fields match all.")
-class DeliveryFilter:
-    config_id: strawberry.ID | None = None
-    status: list[DeliveryStatus] | None = strawberry.field(
-        default=None, description="Any of these statuses (an empty list matches all).")
-    event_type: str | None = None
-    event_id: str | None = None
-    created_after: datetime | None = strawberry.field(
-        default=None, description="RFC 3339; inclusive.")
-    created_before: datetime | None = strawberry.field(
-        default=None, description="RFC 3339; exclusive.")
+
+@strawberry.enum(description="How deliveries are sorted.")
+class DeliveryOrder(Enum):
+    CREATED_AT_DESC = strawberry.enum_value(
+        "created_at_desc", description="Newest first (by creation).")
+    NEXT_ATTEMPT_AT = strawberry.enum_value(
+        "next_attempt_at", description="Soonest next attempt first; lists only the deliveries "
+                                       "that have one (pending work).")
+
+
+LISTINGS = {DeliveryOrder.CREATED_AT_DESC: ("deliveries", inspection.Order.NEWEST),
+            DeliveryOrder.NEXT_ATTEMPT_AT: ("deliveriesByDue", inspection.Order.DUE_SOONEST)}
+
+
+def _delivery_cursor(order: DeliveryOrder, row: inspection.DeliverySummary) -> str:
+    listing = LISTINGS[order][0]
+    if order is DeliveryOrder.NEXT_ATTEMPT_AT:
+        return cursors.encode(listing, due=row.next_attempt_at.isoformat(), id=row.id)
+    return cursors.encode(listing, createdAt=row.created_at.isoformat(), id=row.id)
+
+
+def _delivery_position(order: DeliveryOrder, cursor: str | None,
+                       argument: str) -> tuple[datetime, int] | None:
+    listing = LISTINGS[order][0]
+    key = "due" if order is DeliveryOrder.NEXT_ATTEMPT_AT else "createdAt"
+    return cursors.time_and_id_after(listing, cursor, argument, key=key)
+
+
+def _health_of(info: Info, rows: list) -> dict:
+    """Load the health of a page of configs in one query."""
+    return health.of_configs(info.context.pool, [row.id for row in rows]) if rows else {}
 
 
 @strawberry.type
 class Query:
-    @strawberry.field(description="Deliveries, newest first, without payloads.")
+    @strawberry.field(description="Deliveries without payloads, newest first unless `orderBy` "
+                                  "says otherwise. Page forwards with `first`/`after`, or "
+                                  "backwards with `last`/`before` (then `first` is ignored).")
     def deliveries(
         self, info: Info, filter: DeliveryFilter | None = None,
         first: int | None = DEFAULT_PAGE, after: str | None = None,
+        last: int | None = None, before: str | None = None,
+        order_by: DeliveryOrder = DeliveryOrder.CREATED_AT_DESC,
     ) -> DeliveryConnection:
-        filter = filter or DeliveryFilter()
-        limit = page_size(first)
-        rows = inspection.deliveries(
-            info.context.pool,
-            limit=limit + 1,
-            before_id=cursors.id_after("deliveries", after),
-            config_id=arguments.text(filter.config_id, "filter.configId"),
-            statuses=[status.value for status in filter.status or ()],
-            event_type=arguments.text(filter.event_type, "filter.eventType"),
-            event_id=arguments.text(filter.event_id, "filter.eventId"),
-            created_after=arguments.instant(filter.created_after, "filter.createdAfter"),
-            created_before=arguments.instant(filter.created_before, "filter.createdBefore"),
-        )
+        if after is not None and before is not None:
+            raise InvalidInput("give after or before, not both")
+        backwards = last is not None or before is not None
+        limit = page_size(last if last is not None else first,
+                          "last" if last is not None else "first")
+        checked = filters.to_db(filter)
+        position = (_delivery_position(order_by, before, "before") if backwards
+                    else _delivery_position(order_by, after, "after"))
+        pool = info.context.pool
+        rows = inspection.deliveries(pool, checked, limit=limit + 1,
+                                     order=LISTINGS[order_by][1], cursor=position,
+                                     backwards=backwards)
+        counted = functools.cache(lambda: inspection.count(pool, checked, bound=COUNT_BOUND))
         return connection(DeliveryConnection, DeliveryEdge, rows, limit,
-                          lambda row: cursors.encode("deliveries", id=row.id),
-                          DeliverySummary.from_row)
+                          functools.partial(_delivery_cursor, order_by),
+                          DeliverySummary.from_row, from_cursor=position is not None,
+                          backwards=backwards, count=counted)
 
     @strawberry.field(description="One delivery with its payload and attempts. An id that "
                                   "cannot name a delivery is BAD_USER_INPUT; an unknown one, "
@@ -79,17 +116,21 @@ class Query:
             raise NotFound(f"delivery {number} not found")
         return Delivery.from_detail(row)
 
-    @strawberry.field(description="Configs that are not deleted, newest first.")
-    def configs(self, info: Info, active: bool | None = None, first: int | None = DEFAULT_PAGE,
+    @strawberry.field(description="Configs that are not deleted, newest first; `health` "
+                                  "keeps those in one health state.")
+    def configs(self, info: Info, active: bool | None = None,
+                health: HealthState | None = None, first: int | None = DEFAULT_PAGE,
                 after: str | None = None) -> ConfigConnection:
         limit = page_size(first)
         rows = configs.page(info.context.pool, limit=limit + 1, active=active,
+                            health_state=health.value if health else None,
                             after=cursors.created_and_id_after("configs", after))
+        healths = _health_of(info, rows)
         return connection(
             ConfigConnection, ConfigEdge, rows, limit,
             lambda row: cursors.encode("configs", createdAt=row.created_at.isoformat(),
                                        id=row.id),
-            Config.from_row,
+            lambda row: Config.from_row(row, healths.get(row.id)),
         )
 
     @strawberry.field(description="One config; NOT_FOUND if unknown or deleted.")
@@ -104,12 +145,38 @@ class Query:
         pool = info.context.pool
         numbers = inspection.stats(pool)
         return Stats(
-            by_status=[StatusCount(status=DeliveryStatus(status), count=count)
+            by_status=[StatusCount(status=DeliveryStatus(status), count=count.value,
+                                   estimated=count.estimated)
                        for status, count in numbers.by_status.items()],
             queue_depth=numbers.queue_depth,
             oldest_due_age_seconds=numbers.oldest_due_age_seconds,
             rejected_events=rejected.count(pool),
+            stalled_partitions=[StalledPartition.from_row(row) for row in stalls.listed(pool)],
         )
+
+    @strawberry.field(description="Attempts by outcome per time bucket and per config over the "
+                                  "last `hours`, for charts. Reads at most the newest "
+                                  f"{HISTORY_SCAN_LIMIT:,} attempts (see `complete`).")
+    def attempt_history(self, info: Info, hours: int = 24, bucket_minutes: int = 60,
+                        config_ids: list[strawberry.ID] | None = None) -> AttemptHistory:
+        if not 1 <= hours <= MAX_HISTORY_HOURS:
+            raise InvalidInput(f"hours: must be between 1 and {MAX_HISTORY_HOURS}")
+        if not 1 <= bucket_minutes <= 24 * 60 or hours * 60 // bucket_minutes > MAX_BUCKETS:
+            raise InvalidInput(f"bucketMinutes: between 1 and 1440, and at most {MAX_BUCKETS} "
+                               "buckets in the window")
+        bucket = timedelta(minutes=bucket_minutes)
+        now = datetime.now(UTC)
+        since = history.window_start(now, timedelta(hours=hours), bucket)
+        found = inspection.attempt_history(
+            info.context.pool, since=since, bucket_seconds=int(bucket.total_seconds()),
+            config_ids=arguments.texts([str(i) for i in config_ids or ()], "configIds"),
+            scan_limit=HISTORY_SCAN_LIMIT)
+        return history.summarise(found, since=since, bucket=bucket, until=now)
+
+    @strawberry.field(description="Who the caller is: the role of the token sent.")
+    def me(self, info: Info) -> Me:
+        role = Role(info.context.role)
+        return Me(role=role, can_mutate=role is Role.OPERATOR)
 
     @strawberry.field(description="Broker messages that could not become events, newest first.")
     def rejected_events(self, info: Info, first: int | None = DEFAULT_PAGE,
@@ -119,4 +186,5 @@ class Query:
                              after_id=cursors.id_after("rejectedEvents", after))
         return connection(RejectedEventConnection, RejectedEventEdge, rows, limit,
                           lambda row: cursors.encode("rejectedEvents", id=row.id),
-                          RejectedEvent.from_row)
+                          RejectedEvent.from_row, from_cursor=after is not None,
+                          count=lambda: rejected.count(info.context.pool))

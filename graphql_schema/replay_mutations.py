@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from datetime import UTC, datetime, timedelta
@@ -10,15 +11,19 @@ from typing import Any
 
 import strawberry
 
-from db import deliveries, replays
+from db import deliveries, inspection, replays
+from db import filters as db_filters
 from db.errors import InvalidInput
-from graphql_schema import arguments, cursors
+from db.vocabulary import REPLAYABLE, Status
+from graphql_schema import arguments, cursors, filters
 from graphql_schema.access import operator_mutation
-from graphql_schema.connections import MAX_PAGE, page_size
+from graphql_schema.connections import COUNT_BOUND, MAX_PAGE, page_size
 from graphql_schema.context import Info
-from graphql_schema.types import DeliveryStatus
+from graphql_schema.filters import DeliveryFilter
+from graphql_schema.types import DeliverySummary
 
 MAX_WINDOW = timedelta(days=90)  # longest creation window of a bulk replay
+SAMPLE_SIZE = 10  # deliveries a dry run shows
 
 
 @strawberry.enum
@@ -43,17 +48,6 @@ class ReplayResult:
                    next_attempt_at=datetime.fromisoformat(result["nextAttemptAt"]))
 
 
-@strawberry.input(description="Which deliveries a bulk replay walks through, newest first.")
-class ReplayDeliveriesFilter:
-    created_at_from: datetime = strawberry.field(description="RFC 3339; inclusive.")
-    created_at_to: datetime | None = strawberry.field(
-        default=None, description="RFC 3339; exclusive; now when omitted. At most 90 days "
-                                  "after createdAtFrom.")
-    status: list[DeliveryStatus] | None = strawberry.field(
-        default=None, description="FAILED and PENDING when omitted; others are skipped.")
-    config_ids: list[strawberry.ID] | None = None
-
-
 @strawberry.type
 class SkippedReplay:
     delivery_id: strawberry.ID
@@ -68,27 +62,44 @@ class BulkReplayResult:
     has_more: bool
     next_cursor: str | None = strawberry.field(
         description="Pass as `after`, with the same filter and a new Idempotency-Key.")
+    dry_run: bool = strawberry.field(default=False, description="True: nothing was changed.")
+    would_replay: int | None = strawberry.field(
+        default=None, description="Dry run: the deliveries the whole filter would replay or "
+                                  "expedite, over every page (exact up to "
+                                  f"{COUNT_BOUND:,}, then an estimate).")
+    would_replay_is_exact: bool | None = strawberry.field(
+        default=None, description="Dry run: false when wouldReplay is an estimate.")
+    sample: list[DeliverySummary] = strawberry.field(
+        default_factory=list, description=f"Dry run: the first {SAMPLE_SIZE} of them, "
+                                          "newest first.")
 
 
 def _ids(numbers: list[int]) -> list[strawberry.ID]:
     return [strawberry.ID(str(n)) for n in numbers]
 
 
-def _window(filter: ReplayDeliveriesFilter) -> tuple[datetime, datetime]:
-    start = arguments.instant(filter.created_at_from, "filter.createdAtFrom")
-    end = arguments.instant(filter.created_at_to, "filter.createdAtTo") or datetime.now(UTC)
+def _bulk_filter(filter: DeliveryFilter, *,
+                 replayable_only: bool = False) -> db_filters.DeliveryFilter:
+    """Return the checked filter of a bulk replay (a window of at most 90 days, to now by
+    default; failed and pending deliveries by default)."""
+    checked = filters.to_db(filter, replayable_only=replayable_only)
+    start = checked.created_after
+    if start is None:
+        raise InvalidInput("filter: a bulk replay needs createdAfter (or the deprecated "
+                           "createdAtFrom): the window's start")
+    end = checked.created_before or datetime.now(UTC)
     if end <= start:
-        raise InvalidInput("filter: createdAtTo must be after createdAtFrom")
+        raise InvalidInput("filter: createdBefore must be after createdAfter")
     if end - start > MAX_WINDOW:
         raise InvalidInput(f"filter: the window may span at most {MAX_WINDOW.days} days")
-    return start, end
+    return dataclasses.replace(checked, created_before=end,
+                               statuses=checked.statuses or list(REPLAYABLE))
 
 
-def _filter_json(filter: ReplayDeliveriesFilter) -> dict[str, Any]:
-    return {"from": filter.created_at_from.isoformat(),
-            "to": filter.created_at_to.isoformat() if filter.created_at_to else None,
-            "status": sorted(s.value for s in filter.status) if filter.status else None,
-            "configIds": sorted(map(str, filter.config_ids)) if filter.config_ids else None}
+def _filter_json(filter: db_filters.DeliveryFilter) -> dict[str, Any]:
+    return {key: (value.isoformat() if isinstance(value, datetime) else
+                  sorted(value) if isinstance(value, list) else value)
+            for key, value in filter.params().items()}
 
 
 def _replay_once(info: Info, operation: str, request: dict[str, Any], run: Any) -> dict:
@@ -102,8 +113,20 @@ def _replay_once(info: Info, operation: str, request: dict[str, Any], run: Any) 
         for action, count in (("replayed", replayed), ("expedited", expedited)):
             for _ in range(count):
                 context.telemetry.replayed(action)
-        context.telemetry.transition("failed", "pending", replayed)
+        context.telemetry.transition(Status.FAILED, Status.PENDING, replayed)
     return result["result"]
+
+
+def _dry_run(info: Info, filter: DeliveryFilter) -> BulkReplayResult:
+    """Say what a bulk replay of `filter` would change, changing nothing."""
+    checked = _bulk_filter(filter, replayable_only=True)
+    pool = info.context.pool
+    total, exact = inspection.count(pool, checked, bound=COUNT_BOUND)
+    sample = inspection.deliveries(pool, checked, limit=SAMPLE_SIZE)
+    return BulkReplayResult(
+        replayed=[], expedited=[], skipped=[], has_more=False, next_cursor=None, dry_run=True,
+        would_replay=total, would_replay_is_exact=exact,
+        sample=[DeliverySummary.from_row(row) for row in sample])
 
 
 @strawberry.type
@@ -129,29 +152,30 @@ class ReplayMutations:
         description=f"Replay the failed and expedite the pending deliveries of one page (at "
                     f"most {MAX_PAGE}, newest first) of a creation window. Needs an "
                     "Idempotency-Key header; use a new one for each page.")
-    def replay_deliveries(self, info: Info, filter: ReplayDeliveriesFilter,
-                          first: int | None = MAX_PAGE,
-                          after: str | None = None) -> BulkReplayResult:
+    def replay_deliveries(self, info: Info, filter: DeliveryFilter,
+                          first: int | None = MAX_PAGE, after: str | None = None,
+                          dry_run: bool = False) -> BulkReplayResult:
+        if dry_run:
+            return _dry_run(info, filter)
         replays.check_key(info.context.idempotency_key)
         limit = page_size(first)
-        start, end = _window(filter)
-        request = {"filter": _filter_json(filter), "first": limit, "after": after}
+        checked = _bulk_filter(filter)
+        request = {"filter": _filter_json(checked), "first": limit, "after": after}
+        if filter.created_before is None and filter.created_at_to is None:
+            request["filter"]["created_before"] = None  # "until now" repeats as itself
         binding = hashlib.sha256(json.dumps(request["filter"]).encode()).hexdigest()[:16]
-        before_id = None
+        before = None
         if after is not None:
             position = cursors.decode("replayDeliveries", after)
             if position.get("filter") != binding:
                 raise InvalidInput("after: this cursor belongs to another filter; keep the "
                                    "filter of the first page")
-            before_id = cursors.id_after("replayDeliveries", after)
-        statuses = [s.value for s in filter.status] if filter.status else ["failed", "pending"]
-        config_ids = arguments.texts([str(i) for i in filter.config_ids or ()], "configIds")
+            before = cursors.time_and_id_after("replayDeliveries", after, key="createdAt")
 
         def run(cursor: Any) -> dict:
-            page = deliveries.replay_page(
-                cursor, created_from=start, created_to=end, statuses=statuses,
-                config_ids=config_ids, before_id=before_id, limit=limit)
-            next_cursor = (cursors.encode("replayDeliveries", id=page.last_id, filter=binding)
+            page = deliveries.replay_page(cursor, checked, before=before, limit=limit)
+            next_cursor = (cursors.encode("replayDeliveries", createdAt=page.last[0].isoformat(),
+                                          id=page.last[1], filter=binding)
                            if page.has_more else None)
             return {"replayed": len(page.replayed), "expedited": len(page.expedited),
                     "result": {"replayed": page.replayed, "expedited": page.expedited,

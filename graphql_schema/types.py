@@ -4,32 +4,36 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime
-from enum import Enum
+from enum import Enum, StrEnum
 
 import strawberry
 from strawberry.scalars import JSON
 
+from db import health as health_rows
 from db import inspection
 from db.configs import Config as ConfigRow
+from db.health import Health as HealthRow
 from db.rejected import RejectedEvent as RejectedRow
+from db.stalls import StalledPartition as StalledRow
+from db.vocabulary import Status
 from graphql_schema.context import Info
 
-
-@strawberry.enum(description="Where a delivery is in its lifecycle.")
-class DeliveryStatus(Enum):
-    PENDING = "pending"
-    DELIVERING = "delivering"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+# The API's name for `Status`, member for member: a value of one is equal to the other's.
+DeliveryStatus = strawberry.enum(
+    StrEnum("DeliveryStatus", [(status.name, status.value) for status in Status]),
+    description="Where a delivery is in its lifecycle.")
 
 
 @strawberry.type(description="A delivery without its payload, as listed.")
 class DeliverySummary:
     id: strawberry.ID
+    webhook_id: str = strawberry.field(description=(
+        "The `webhook-id` header of its requests: the same across retries and replays, and "
+        "unique beyond this installation. Receivers deduplicate on it."))
     event_id: str
     event_type: str
     config_id: strawberry.ID
+    config_name: str | None = strawberry.field(description="The config's name, if it has one.")
     status: DeliveryStatus
     attempt_count: int = strawberry.field(description="Attempts in the current generation.")
     replay_generation: int
@@ -43,9 +47,11 @@ class DeliverySummary:
     def fields_of(cls, row: inspection.DeliverySummary) -> dict:
         return {
             "id": strawberry.ID(str(row.id)),
+            "webhook_id": row.webhook_id,
             "event_id": row.event_id,
             "event_type": row.event_type,
             "config_id": strawberry.ID(row.config_id),
+            "config_name": row.config_name,
             "status": DeliveryStatus(row.status),
             "attempt_count": row.attempt_count,
             "replay_generation": row.replay_generation,
@@ -68,12 +74,18 @@ class Attempt:
     replay_generation: int
     endpoint: str
     outcome: str = strawberry.field(
-        description="success, http_error, timeout, network_error or blocked.")
+        description="success, http_error, timeout, network_error, blocked or interrupted.")
     status_code: int = strawberry.field(description="0 when no response arrived.")
     duration_ms: int
     response_excerpt: str | None
     error: str | None
     created_at: datetime
+    request_headers: JSON | None = strawberry.field(description=(
+        "The headers the request carried, name -> value: webhook-id, webhook-timestamp, "
+        "webhook-signature, webhook-attempt, webhook-replay-generation, traceparent and "
+        "tracestate. Content-Type, User-Agent and Accept-Encoding, the same in every request, "
+        "are not kept. Null for attempts recorded before headers were kept, and for "
+        "interrupted ones."))
 
     @classmethod
     def from_row(cls, row: inspection.Attempt) -> Attempt:
@@ -84,6 +96,12 @@ class Attempt:
 class Delivery(DeliverySummary):
     payload: JSON
     occurred_at: datetime = strawberry.field(description="When the event occurred.")
+    event_key: str | None = strawberry.field(
+        description="The Kafka message key of the event, base64-encoded; null without one.")
+    traceparent: str | None = strawberry.field(
+        description="The W3C trace context the producer sent with the event; every attempt "
+                    "is a child span of it.")
+    tracestate: str | None = None
 
     @strawberry.field(description="Every attempt of every generation, oldest first.")
     def attempts(self, info: Info) -> list[Attempt]:
@@ -92,7 +110,45 @@ class Delivery(DeliverySummary):
 
     @classmethod
     def from_detail(cls, row: inspection.DeliveryDetail) -> Delivery:
-        return cls(**cls.fields_of(row), payload=row.payload, occurred_at=row.occurred_at)
+        key = None if row.message_key is None else base64.b64encode(row.message_key).decode()
+        return cls(**cls.fields_of(row), payload=row.payload, occurred_at=row.occurred_at,
+                   event_key=key, traceparent=row.trace_parent, tracestate=row.trace_state)
+
+
+HealthState = strawberry.enum(
+    StrEnum("HealthState", [(state.upper(), state) for state in health_rows.STATES]),
+    description="A config's endpoint health, apart from its `active` flag.")
+
+
+@strawberry.type(description="Endpoint health: the operator's pause and the circuit breaker. "
+                             "While PAUSED, OPEN or HALF_OPEN, deliveries stay pending, nothing "
+                             "is cancelled and the retry window's clock stops.")
+class ConfigHealth:
+    state: HealthState = strawberry.field(
+        description="PAUSED whatever the circuit; else the circuit: HEALTHY (closed), OPEN "
+                    "(nothing attempted until the next probe) or HALF_OPEN (one probe in "
+                    "flight).")
+    consecutive_failures: int = strawberry.field(
+        description="Retryable failures in a row (408, 429, 5xx, network errors, timeouts).")
+    opened_at: datetime | None = strawberry.field(description="When the circuit opened.")
+    next_probe_at: datetime | None = strawberry.field(
+        description="When an open circuit sends its next probe (one delivery).")
+    last_failure: str | None = strawberry.field(description="The last retryable failure.")
+    last_failure_at: datetime | None
+    paused_at: datetime | None = strawberry.field(description="When an operator paused it.")
+    reason: str | None = strawberry.field(
+        description="Why the health or activity last changed (e.g. `endpoint answered 410 "
+                    "Gone`).")
+    changed_at: datetime
+    in_flight: int = strawberry.field(description="Attempts in flight, across all workers.")
+
+    @classmethod
+    def from_row(cls, row: HealthRow) -> ConfigHealth:
+        return cls(state=HealthState(row.state), consecutive_failures=row.consecutive_failures,
+                   opened_at=row.opened_at, next_probe_at=row.next_probe_at,
+                   last_failure=row.last_failure, last_failure_at=row.last_failure_at,
+                   paused_at=row.paused_at, reason=row.reason, changed_at=row.changed_at,
+                   in_flight=row.in_flight)
 
 
 @strawberry.type(description="A subscriber: where to POST which event types. No secret here.")
@@ -104,12 +160,38 @@ class Config:
     active: bool
     created_at: datetime
     updated_at: datetime
+    previous_secrets_expire_at: list[datetime] = strawberry.field(description=(
+        "Until when each rotated-out signing key still signs alongside the current one, "
+        "newest first; only those that still do. The keys themselves are never shown."))
+    health_row: strawberry.Private[HealthRow | None] = None
+
+    @strawberry.field(description="Pause and circuit breaker state.")
+    def health(self, info: Info) -> ConfigHealth:
+        return ConfigHealth.from_row(self._health(info))
+
+    @strawberry.field(description="Most attempts in flight at once across all workers; null: "
+                                  "no such bound (each worker sends at most "
+                                  "WEBHOOKS_ENDPOINT_CONCURRENCY at once).")
+    def max_in_flight(self, info: Info) -> int | None:
+        return self._health(info).max_in_flight
+
+    @strawberry.field(description="Most attempts started per second across all workers; "
+                                  "null: no limit.")
+    def rate_per_second(self, info: Info) -> float | None:
+        return self._health(info).rate_per_second
+
+    def _health(self, info: Info) -> HealthRow:
+        if self.health_row is None:
+            self.health_row = health_rows.of_configs(info.context.pool, [self.id])[self.id]
+        return self.health_row
 
     @classmethod
-    def from_row(cls, row: ConfigRow) -> Config:
+    def from_row(cls, row: ConfigRow, health: HealthRow | None = None) -> Config:
         return cls(id=strawberry.ID(row.id), name=row.name, endpoint=row.endpoint,
                    event_types=list(row.event_types), active=row.active,
-                   created_at=row.created_at, updated_at=row.updated_at)
+                   created_at=row.created_at, updated_at=row.updated_at,
+                   previous_secrets_expire_at=list(row.previous_secrets_expire_at),
+                   health_row=health)
 
 
 @strawberry.type(description="A broker message that could not become an event.")
@@ -129,16 +211,96 @@ class RejectedEvent:
                    offset=str(row.offset), reason=row.reason, raw=raw, created_at=row.created_at)
 
 
+@strawberry.type(description="A Kafka partition a worker holds because it cannot decode the "
+                             "batch at `offset` (an unknown codec, corrupt bytes); nothing past "
+                             "it is read or skipped until the partition is read again.")
+class StalledPartition:
+    group_id: str
+    topic: str
+    partition: int
+    offset: str = strawberry.field(description="The broker offset (a 64-bit integer, as text).")
+    reason: str = strawberry.field(description="The Kafka client's error.")
+    worker: str = strawberry.field(description="The worker holding the partition.")
+    since: datetime
+
+    @classmethod
+    def from_row(cls, row: StalledRow) -> StalledPartition:
+        return cls(group_id=row.group_id, topic=row.topic, partition=row.partition,
+                   offset=str(row.offset), reason=row.reason, worker=row.worker,
+                   since=row.since)
+
+
 @strawberry.type
 class StatusCount:
     status: DeliveryStatus
-    count: int
+    count: int = strawberry.field(description="Exact up to 10,000, then an estimate from the "
+                                              "database's table statistics.")
+    estimated: bool = strawberry.field(description="True when `count` is an estimate.")
 
 
-@strawberry.type(description="Counts stop at 1,000,000 so that stats stay cheap.")
+@strawberry.type(description="Cheap on any table size: each count is exact up to 10,000 rows, "
+                             "then estimated.")
 class Stats:
     by_status: list[StatusCount]
-    queue_depth: int = strawberry.field(description="Pending deliveries.")
+    queue_depth: int = strawberry.field(description="Pending deliveries (the PENDING count), "
+                                                    "capped at 1,000,000.")
     oldest_due_age_seconds: float | None = strawberry.field(
         description="Seconds the oldest due pending delivery has waited; null if none is due.")
     rejected_events: int = strawberry.field(description="Broker messages rejected.")
+    stalled_partitions: list[StalledPartition] = strawberry.field(
+        description="Kafka partitions held because their next batch cannot be decoded.")
+
+
+@strawberry.type
+class OutcomeCount:
+    outcome: str = strawberry.field(
+        description="success, http_error, timeout, network_error, blocked or interrupted.")
+    count: int
+
+
+@strawberry.type(description="Attempts that started within one time bucket.")
+class AttemptBucket:
+    start: datetime
+    attempts: int
+    succeeded: int
+    outcomes: list[OutcomeCount]
+
+    @strawberry.field(description="succeeded / attempts; null without attempts.")
+    def success_rate(self) -> float | None:
+        return self.succeeded / self.attempts if self.attempts else None
+
+
+@strawberry.type(description="The attempts of one config within the window.")
+class ConfigAttempts:
+    config_id: strawberry.ID
+    config_name: str | None
+    attempts: int
+    succeeded: int
+
+    @strawberry.field(description="succeeded / attempts; null without attempts.")
+    def success_rate(self) -> float | None:
+        return self.succeeded / self.attempts if self.attempts else None
+
+
+@strawberry.type(description="Attempts by outcome per time bucket and per config, for charts.")
+class AttemptHistory:
+    since: datetime
+    bucket_seconds: int
+    buckets: list[AttemptBucket] = strawberry.field(description="Oldest first, every bucket "
+                                                                "of the window, empty ones too.")
+    configs: list[ConfigAttempts] = strawberry.field(description="Most attempts first.")
+    complete: bool = strawberry.field(
+        description="False when only the newest attempts were read (the scan is bounded) and "
+                    "they do not reach back to `since`: older buckets then count too few.")
+
+
+@strawberry.enum(description="What an API token may do.")
+class Role(Enum):
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+
+
+@strawberry.type(description="The caller, as its token says.")
+class Me:
+    role: Role
+    can_mutate: bool = strawberry.field(description="Operator tokens only.")

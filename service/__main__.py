@@ -2,6 +2,6 @@
 
 import sys
 
-from service.cli import main
+from service.program import main
 
 sys.exit(main())

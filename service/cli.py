@@ -9,27 +9,25 @@ patch()
 
 import argparse  # noqa: E402
 import sys  # noqa: E402
-from collections.abc import Callable, Sequence  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
 
 from db.errors import DatabaseUnavailable  # noqa: E402
 from service import __version__  # noqa: E402
-from service.settings import Settings, SettingsError, add_arguments, flags_from  # noqa: E402
+from service.commands.registry import (  # noqa: E402
+    COMMANDS,
+    EXIT_DATABASE,
+    EXIT_USAGE,
+)
+from service.runtime import early_stop  # noqa: E402
+from service.runtime.command_settings import (  # noqa: E402
+    COMMAND_SETTINGS,
+    add_arguments,
+    flags_from,
+)
+from service.runtime.settings import Settings, SettingsError  # noqa: E402
+from service.runtime.status_server import PortInUse  # noqa: E402
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DATABASE = 0, 1, 2, 3
-
-Command = Callable[[argparse.Namespace, Settings], int]
-Arguments = Callable[[argparse.ArgumentParser], None]
-COMMANDS: dict[str, tuple[str, Command, Arguments | None]] = {}
-
-
-def command(name: str, help: str, arguments: Arguments | None = None):
-    """Register a subcommand: `help` for --help, `arguments` adds its own flags."""
-
-    def register(function: Command) -> Command:
-        COMMANDS[name] = (help, function, arguments)
-        return function
-
-    return register
+WARM_STOP_COMMANDS = ("worker",)  # commands that stop warmly on a SIGTERM held at startup
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub = subparsers.add_parser(name, help=help, description=help)
         if arguments:
             arguments(sub)
-        add_arguments(sub)
+        add_arguments(sub, COMMAND_SETTINGS[name])
     return parser
 
 
@@ -55,11 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command not in WARM_STOP_COMMANDS:
+        early_stop.release()
     _, function, _ = COMMANDS[args.command]
     try:
         settings = Settings.load(flags=flags_from(args), dev=args.command == "dev")
         return function(args, settings)
-    except SettingsError as error:
+    except (SettingsError, PortInUse) as error:
         print(f"webhooks {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
     except DatabaseUnavailable as error:

@@ -40,7 +40,7 @@ class Factories:
         event_id = id or f"evt_{next(self._numbers)}"
         payload = {"n": event_id} if payload is None else payload
         event = events.new_event(event_id, type, payload, max_payload=1024 * 1024)
-        return event_id, events.publish(self.pool, event)
+        return event_id, events.publish(self.pool, event).delivery_ids
 
     def delivery(self, config: Config | None = None, **state: Any) -> int:
         """Make one delivery (to a new config unless given) and set any columns in `state`."""
@@ -80,6 +80,12 @@ class Factories:
         with self.pool.transaction() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchone()[0]
+
+    def column(self, sql: str, params: Any = None) -> list[Any]:
+        """Return the first column of every row `sql` selects."""
+        with self.pool.transaction() as cursor:
+            cursor.execute(sql, params)
+            return [row[0] for row in cursor.fetchall()]
 
 
 def dumps(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""The schema of the former attempts model (retry-mechanism.txt), for upgrade tests."""
+"""The schema of the former attempts model, for upgrade tests."""
 
 FORMER_SCHEMA = [
     "CREATE TABLE configs (id varchar PRIMARY KEY, endpoint varchar NOT NULL,"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -10,31 +9,82 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import gevent
+import gevent.util
+import requests
+
+from tests.processes import worker_environment
 
 T = TypeVar("T")
 
+# Seconds any wait for something to happen allows. The machines that run the suite are
+# busy: a wait only bounds a hang, it never measures speed (bench/ does that).
+PATIENCE = 120.0
+PROBE_TIMEOUT = 10.0  # seconds one readiness probe may take before it counts as "not yet"
 
-def wait_until(check: Callable[[], T], timeout: float = 10.0, interval: float = 0.02) -> T:
-    """Return the first truthy result of `check`, failing the test after `timeout` seconds."""
+
+def wait_until(check: Callable[[], T], timeout: float = PATIENCE, interval: float = 0.05) -> T:
+    """Return the first truthy result of `check`, failing the test after `timeout` seconds.
+
+    An exception from `check` counts as "not yet" (a server still starting, a row not yet
+    there); an AssertionError ends the wait at once, as a verdict.
+    """
     deadline = time.monotonic() + timeout
     while True:
-        result = check()
-        if result:
-            return result
+        try:
+            result = check()
+        except AssertionError:
+            raise
+        except Exception as error:
+            result = error  # type: ignore[assignment]
+        else:
+            if result:
+                return result
         if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last: {result!r})")
+            raise AssertionError(f"condition not met within {timeout}s (last: {result!r})\n"
+                                 + our_greenlets())
         gevent.sleep(interval)
 
 
-def worker_process(database_url: str, **env: object) -> subprocess.Popen:
-    """Start `python -m service worker` on `database_url` with extra environment `env`."""
-    environment = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS": "true",
-        "WEBHOOKS_METRICS_PORT": "0",
-        "WEBHOOKS_LOG_LEVEL": "warning",
-        **{key: str(value) for key, value in env.items()},
-    }
-    return subprocess.Popen([sys.executable, "-m", "service", "worker"], env=environment,
+def our_greenlets() -> str:
+    """Describe where this process's greenlets running our code are blocked: when a wait in
+    a test runs out, an in-process worker that stopped making progress shows where."""
+    blocks: list[list[str]] = []
+    running = False
+    for line in "\n".join(gevent.util.format_run_info()).splitlines():
+        text = line.lstrip(" :+-")
+        if text.startswith(("<Greenlet", "<greenlet")):
+            blocks.append([text])
+        elif text.startswith(("Running:", "Spawned at:")):
+            running = text.startswith("Running:")
+        elif blocks and running and text.startswith("File "):
+            blocks[-1].append(text)
+    ours = [block[:1] + [frame for frame in block[1:] if "/site-packages/" not in frame][-6:]
+            for block in blocks if "current active" not in block[0]
+            and any(f"/{package}/" in frame for frame in block[1:]
+                    for package in ("service", "db", "graphql_schema"))]
+    return "greenlets in our code:\n" + ("\n".join("\n  ".join(b) for b in ours) or "(none)")
+
+
+def wait_for_http(url: str, process: subprocess.Popen | None = None,
+                  timeout: float = PATIENCE) -> requests.Response:
+    """Return the first 200 response of GET `url`; fail early if `process` has exited."""
+
+    def answered() -> requests.Response | None:
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the process exited with {process.returncode} before {url} "
+                                 "answered")
+        response = requests.get(url, timeout=PROBE_TIMEOUT)
+        return response if response.status_code == 200 else None
+
+    return wait_until(answered, timeout=timeout, interval=0.1)
+
+
+def worker_process(database_url: str, *, program: list[str] | None = None,
+                   **env: object) -> subprocess.Popen:
+    """Start `python -m service worker` (or `program worker`) on `database_url` with extra
+    environment `env`."""
+    environment = worker_environment(database_url, WEBHOOKS_LOG_LEVEL="warning",
+                                     **{key: str(value) for key, value in env.items()})
+    program = program or [sys.executable, "-m", "service"]
+    return subprocess.Popen([*program, "worker"], env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

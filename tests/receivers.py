@@ -2,7 +2,8 @@
 
 Each receiver records every request it reads and answers with whatever its `respond`
 callable returns for it, so a test can script 500s, Retry-After, slow or endless bodies,
-resets and invalid HTTP. Sockets use TCP_NODELAY (see TRAPS.md).
+resets and invalid HTTP. Sockets use TCP_NODELAY (Nagle plus delayed ACKs would stall each
+keep-alive request).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import gevent.event
 import pytest
 from gevent.server import StreamServer
 
-from bench.chaos import hostile
+from tests.catalogues import hostile_endpoints
+from tests.helpers import PATIENCE, our_greenlets
 
 
 @dataclass
@@ -36,9 +38,9 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b"ok"
     delay: float = 0.0  # seconds before answering
-    action: str = "reply"  # reply | reset | close | raw, or one of bench/chaos/hostile.py:
-    #                        hang | endless_body | slow_body | huge_length | endless_headers |
-    #                        long_header
+    action: str = "reply"  # reply | reset | close | raw, or one of the hostile endpoints
+    #                        (tests/catalogues/hostile_endpoints.py): hang | endless_body |
+    #                        slow_body | huge_length | endless_headers | long_header
     raw: bytes = b""  # sent verbatim when action is "raw"
 
 
@@ -66,12 +68,13 @@ class Receiver:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/hook"
 
-    def wait_for(self, count: int, timeout: float = 10.0) -> list[Request]:
+    def wait_for(self, count: int, timeout: float = PATIENCE) -> list[Request]:
         """Block until `count` requests arrived; fail the test after `timeout` seconds."""
         deadline = time.monotonic() + timeout
         while len(self.requests) < count:
             if time.monotonic() > deadline:
-                raise AssertionError(f"expected {count} requests, got {len(self.requests)}")
+                raise AssertionError(f"expected {count} requests, got {len(self.requests)}\n"
+                                     + our_greenlets())
             self._arrived.wait(0.05)
             self._arrived.clear()
         return self.requests[:count]
@@ -131,16 +134,16 @@ def _send(sock: socket.socket, reply: Reply) -> bool:
         return False
     headers = dict(reply.headers)
     if reply.action == "slow_body":
-        hostile.slow_body(sock, reply.status, headers, reply.body)
+        hostile_endpoints.slow_body(sock, reply.status, headers, reply.body)
         return True
     if reply.action in ("huge_length", "endless_body"):
-        getattr(hostile, reply.action)(sock, reply.status, headers)
+        getattr(hostile_endpoints, reply.action)(sock, reply.status, headers)
         return False
     if reply.action in ("hang", "endless_headers", "long_header"):
-        getattr(hostile, reply.action)(sock)
+        getattr(hostile_endpoints, reply.action)(sock)
         return False
     headers.setdefault("Content-Length", str(len(reply.body)))
-    sock.sendall(hostile.head(reply.status, headers) + reply.body)
+    sock.sendall(hostile_endpoints.head(reply.status, headers) + reply.body)
     return True
 
 

@@ -32,9 +32,9 @@ WITH webhooks AS (
     ORDER BY 1
     LIMIT %(limit)s
 )
-SELECT a.webhook_id::text, a.config ->> 'id', a.config ->> 'endpoint', a.created_at,
-       a.updated_at, a.payload, a.status_code, a.retry_attempt, a.status::text,
-       a.next_retry_after
+SELECT a.webhook_id::text AS webhook_id, a.config ->> 'id' AS config_id,
+       a.config ->> 'endpoint' AS endpoint, a.created_at, a.updated_at, a.payload, a.status_code,
+       a.retry_attempt, a.status::text AS status, a.next_retry_after
 FROM attempts a
 JOIN webhooks w ON w.webhook_id = a.webhook_id::text
 ORDER BY a.webhook_id::text, a.config ->> 'id', a.created_at, a.id
@@ -52,19 +52,27 @@ FROM unnest(%(ids)s::text[], %(types)s::text[], %(payloads)s::text[],
 ON CONFLICT (id) DO NOTHING
 
 -- insert_backfilled_deliveries --
--- Store converted deliveries in their state; an existing (event, config) pair is left alone
-INSERT INTO deliveries (event_id, config_id, event_type, status, attempt_count,
-                        next_attempt_at, last_status_code, last_error, created_at, updated_at)
-SELECT d.event_id, d.config_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at,
-       d.last_status_code, d.last_error, d.created_at, d.updated_at
-FROM unnest(%(event_ids)s::text[], %(config_ids)s::text[], %(types)s::text[],
-            %(statuses)s::text[], %(attempt_counts)s::integer[],
-            %(next_attempts)s::timestamptz[], %(codes)s::integer[], %(errors)s::text[],
-            %(created)s::timestamptz[], %(updated)s::timestamptz[])
-    AS d (event_id, config_id, event_type, status, attempt_count, next_attempt_at,
-          last_status_code, last_error, created_at, updated_at)
-ON CONFLICT (event_id, config_id) DO NOTHING
-RETURNING id, event_id, config_id
+-- Store converted deliveries in their state (an existing (event, config) pair is left alone); wake the dispatchers when a pending one was stored; return the new ones
+WITH inserted AS (
+    INSERT INTO deliveries (event_id, config_id, event_type, status, attempt_count,
+                            next_attempt_at, last_status_code, last_error, created_at,
+                            updated_at)
+    SELECT d.event_id, d.config_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at,
+           d.last_status_code, d.last_error, d.created_at, d.updated_at
+    FROM unnest(%(event_ids)s::text[], %(config_ids)s::text[], %(types)s::text[],
+                %(statuses)s::text[], %(attempt_counts)s::integer[],
+                %(next_attempts)s::timestamptz[], %(codes)s::integer[], %(errors)s::text[],
+                %(created)s::timestamptz[], %(updated)s::timestamptz[])
+        AS d (event_id, config_id, event_type, status, attempt_count, next_attempt_at,
+              last_status_code, last_error, created_at, updated_at)
+    ON CONFLICT (event_id, config_id) DO NOTHING
+    RETURNING id, event_id, config_id, status
+),
+wake AS (
+    SELECT notify_deliveries_due()
+    FROM (SELECT 1 FROM inserted WHERE status = 'pending' LIMIT 1) p
+)
+SELECT id, event_id, config_id, (SELECT count(*) FROM wake) AS woken FROM inserted
 
 -- insert_backfilled_attempts --
 -- Store the attempt history of newly converted deliveries
@@ -74,7 +82,3 @@ SELECT * FROM unnest(%(delivery_ids)s::bigint[], %(numbers)s::integer[],
                      %(generations)s::integer[], %(endpoints)s::text[], %(outcomes)s::text[],
                      %(codes)s::integer[], %(durations)s::integer[],
                      %(created)s::timestamptz[])
-
--- wake_dispatchers --
--- Wake idle dispatchers: deliveries may be due
-SELECT pg_notify('webhooks_deliveries_due', '')

@@ -1,55 +1,202 @@
 -- claim_due_deliveries --
--- Claim up to `limit` due pending deliveries, oldest due first, skipping rows other workers hold; return what the attempt needs, read from the config as it is now
-WITH due AS (
-    SELECT id
-    FROM deliveries
-    WHERE status = 'pending' AND next_attempt_at <= now()
-    ORDER BY next_attempt_at
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
+-- Claim up to `limit` due deliveries fairly across configs, within each config's cap, rate and ramp, nothing of a paused or open config but one probe when it is due, no more of a config than the worker has room for; count them in flight on the configs' health rows in the same transaction; return what the attempt needs, read from the config as it is now
+--
+-- A worker sends at most a share of one config at once (its maxInFlight, or the per-worker
+-- default WEBHOOKS_ENDPOINT_CONCURRENCY, `cap`) and holds at most `hold` shares: one sending,
+-- the others ready behind it. A claim takes at most the worker's room for each config (`hold`
+-- shares less what it holds: `room_ids`/`rooms` for the configs it holds), so that one
+-- config's backlog never fills the worker while other configs wait.
+--
+-- The claim is driven by the configs' health rows, not by the global due order: a config
+-- whose backlog is held (paused, open, at its cap, throttled) is filtered out by its health
+-- row alone and its deliveries are never read, and every other config's oldest due
+-- deliveries are found through the (config_id, next_attempt_at) index. So one config's
+-- backlog of any size neither delays another config's delivery nor slows the claim.
+--
+-- The health rows are read without a lock and locked last, in config id order (the order
+-- every statement that locks several of them uses, so that none deadlocks with another), just
+-- before the UPDATE that counts the claimed deliveries in: a row lock taken first would be held
+-- through the whole claim, and every record of that config (which frees slots on the same
+-- row) would queue behind it.
+-- That UPDATE checks again, on the row as it is now, that the slots and the probe are still
+-- there; when a concurrent claim of another worker took them, `claim_counted` aborts this
+-- claim (SQLSTATE 40001) and the caller runs it again. So the cap is counted, never
+-- inferred, and of the workers racing for an open circuit exactly one takes its probe (a
+-- compare-and-swap on the circuit).
+WITH health AS MATERIALIZED (
+    -- Configs that may send now and have something due, the longest-unserved first, with
+    -- how many deliveries each may take.
+    SELECT h.config_id, h.circuit, h.rate_per_second, h.max_in_flight,
+           config_held_seconds(h) AS held_now,
+           greatest(0, least(
+               %(limit)s::integer,
+               config_cap(h, %(cap)s::integer, %(ramp)s::float8) - h.in_flight,
+               r.room,  -- the worker's own bound
+               CASE WHEN h.circuit = 'open' THEN 1 END,  -- a probe is one delivery
+               CASE WHEN h.rate_per_second IS NOT NULL  -- the rate's burst
+                    THEN greatest(1, floor(h.rate_per_second * %(rate_burst)s::float8))::integer END
+           )) AS quota
+    FROM config_health h
+    -- What the worker may still take of the config: `hold` shares less what it holds
+    -- (given for the configs it holds; a share is the config's maxInFlight or the default).
+    CROSS JOIN LATERAL (
+        SELECT coalesce((SELECT w.room
+                         FROM unnest(%(room_ids)s::text[], %(rooms)s::integer[]) AS w (id, room)
+                         WHERE w.id = h.config_id),
+                        %(hold)s::integer
+                        * CASE WHEN h.max_in_flight IS NULL THEN %(cap)s::integer
+                               ELSE least(h.max_in_flight, %(capacity)s::integer) END) AS room
+    ) r
+    -- One index probe per config (a lateral LIMIT 1, which the planner cannot turn into a
+    -- semi-join that reads every due delivery of every config first).
+    CROSS JOIN LATERAL (SELECT 1 FROM deliveries d
+                        WHERE d.config_id = h.config_id AND d.status = 'pending'
+                          AND d.next_attempt_at <= now()
+                        ORDER BY d.next_attempt_at
+                        LIMIT 1) waiting
+    WHERE h.paused_at IS NULL
+      AND (h.circuit = 'closed' OR (h.circuit = 'open' AND h.next_probe_at <= now()))
+      AND h.in_flight < config_cap(h, %(cap)s::integer, %(ramp)s::float8)
+      AND (h.next_send_at IS NULL OR h.next_send_at <= now())
+      AND r.room > 0
+    ORDER BY h.served_at NULLS FIRST
+    LIMIT %(limit)s::integer
+),
+due AS MATERIALIZED (
+    -- Up to its quota of each config's oldest due deliveries, locked, skipping rows other
+    -- workers hold (config_due_deliveries: the per-config index, planned for that config).
+    SELECT p.id, h.config_id, p.next_attempt_at
+    FROM health h
+    CROSS JOIN LATERAL config_due_deliveries(h.config_id, h.quota) p
+    WHERE h.quota > 0
+),
+picked AS MATERIALIZED (
+    -- Round-robin across configs: every config's first due delivery before any config's
+    -- second, oldest due first within a turn.
+    SELECT id, config_id
+    FROM (SELECT id, config_id, next_attempt_at,
+                 row_number() OVER (PARTITION BY config_id ORDER BY next_attempt_at) AS turn
+          FROM due) ranked
+    ORDER BY turn, next_attempt_at
+    LIMIT %(limit)s::integer
+),
+claimed AS (
+    UPDATE deliveries d
+    SET status = 'delivering',
+        claimed_at = now(),
+        claimed_by = %(owner)s::text,
+        claim_token = %(token)s::uuid,
+        -- The retry window's clock stops while the config is held (paused or open): the
+        -- generation's start moves forward by the seconds held since this delivery's last
+        -- claim, so a held delivery spends none of its window. A delivery under way without
+        -- a mark was last claimed before held time was counted (migration 0007), when its
+        -- config had held nothing: its mark is 0.
+        generation_started_at = CASE
+            WHEN d.generation_started_at IS NULL THEN now()
+            ELSE d.generation_started_at
+                 + make_interval(secs => h.held_now - coalesce(d.held_mark, 0)) END,
+        held_mark = h.held_now,
+        webhook_id = coalesce(d.webhook_id, webhook_message_id()),
+        updated_at = now()
+    FROM picked, health h
+    WHERE d.id = picked.id AND h.config_id = picked.config_id
+    RETURNING d.id, d.event_id, d.config_id, d.attempt_count, d.replay_generation,
+              d.generation_started_at, d.last_backoff_seconds, d.webhook_id,
+              h.circuit = 'open' AS probe, h.max_in_flight
+),
+locked AS MATERIALIZED (
+    SELECT h.config_id
+    FROM config_health h
+    WHERE h.config_id IN (SELECT config_id FROM claimed)
+    ORDER BY h.config_id
+    FOR UPDATE
+),
+counted AS (
+    -- Count them in flight, take the probe, the rate's next slot and the ramp's end, each
+    -- guarded by the state the claim read (re-checked on the locked row). Counted from what
+    -- `claimed` moved, never from `picked`: each lookup of config_due_deliveries runs with a
+    -- newer snapshot than this statement, so `picked` may hold a delivery committed since
+    -- the statement began, which `claimed` cannot see and leaves pending.
+    UPDATE config_health h
+    SET in_flight = h.in_flight + c.claimed,
+        served_at = now(),
+        circuit = CASE WHEN h.circuit = 'open' THEN 'half_open' ELSE h.circuit END,
+        probe_token = CASE WHEN h.circuit = 'open' THEN %(token)s::uuid ELSE h.probe_token END,
+        changed_at = CASE WHEN h.circuit = 'open' THEN now() ELSE h.changed_at END,
+        reason = CASE WHEN h.circuit = 'open' THEN 'probing the endpoint with one delivery'
+                      ELSE h.reason END,
+        next_send_at = CASE WHEN h.rate_per_second IS NOT NULL
+                            THEN greatest(coalesce(h.next_send_at, now()), now())
+                                 + make_interval(secs => c.claimed / h.rate_per_second) END,
+        ramp_started_at = CASE WHEN h.ramp_started_at > now() - make_interval(secs => %(ramp)s::float8)
+                               THEN h.ramp_started_at END
+    FROM (SELECT d.config_id, count(*) AS claimed, min(r.circuit) AS circuit
+          FROM claimed d JOIN health r USING (config_id)
+          GROUP BY d.config_id) c
+    JOIN locked USING (config_id)
+    WHERE h.config_id = c.config_id
+      AND h.circuit = c.circuit
+      AND h.paused_at IS NULL
+      AND h.in_flight + c.claimed <= config_cap(h, %(cap)s::integer, %(ramp)s::float8)
+      AND (h.circuit = 'closed' OR h.next_probe_at <= now())
+      AND (h.next_send_at IS NULL OR h.next_send_at <= now())
+    RETURNING h.config_id
 )
-UPDATE deliveries d
-SET status = 'delivering',
-    claimed_at = now(),
-    claimed_by = %(owner)s,
-    claim_token = %(token)s,
-    generation_started_at = coalesce(d.generation_started_at, now()),
-    updated_at = now()
-FROM due, events e, configs c
-WHERE d.id = due.id AND e.id = d.event_id AND c.id = d.config_id
-RETURNING d.id, d.event_id, e.type, e.payload::text, e.occurred_at, d.config_id, c.active,
-          c.endpoint, c.secret,
-          ARRAY(SELECT previous.entry ->> 'secret'
-                FROM jsonb_array_elements(c.previous_secrets) WITH ORDINALITY
-                    AS previous (entry, position)
-                WHERE (previous.entry ->> 'expires_at')::timestamptz > now()
-                ORDER BY previous.position),
-          d.attempt_count, d.replay_generation, d.generation_started_at, d.last_backoff_seconds,
-          now()
+SELECT d.id, d.event_id, e.type AS event_type, e.payload::text AS payload, e.occurred_at,
+       d.config_id, c.active AS config_active, c.endpoint, c.secret,
+       ARRAY(SELECT previous.entry ->> 'secret'
+             FROM jsonb_array_elements(c.previous_secrets) WITH ORDINALITY
+                 AS previous (entry, position)
+             WHERE (previous.entry ->> 'expires_at')::timestamptz > now()
+             ORDER BY previous.position) AS previous_secrets,
+       d.attempt_count, d.replay_generation, d.generation_started_at,
+       d.last_backoff_seconds AS last_backoff, now() AS claimed_at, d.webhook_id,
+       e.trace_parent, e.trace_state, d.probe, d.max_in_flight, e.source, e.message_key
+FROM claimed d
+JOIN events e ON e.id = d.event_id
+JOIN configs c ON c.id = d.config_id
+WHERE claim_counted((SELECT count(DISTINCT config_id) FROM claimed),
+                    (SELECT count(*) FROM counted))
 
--- record_attempts --
--- Append one attempt per result (once per claim: a result recorded again adds nothing) and move each delivery still claimed with the given token to its next state; a non-2xx result of an inactive config becomes cancelled; return the deliveries that changed
+-- record_and_settle --
+-- Append one attempt per result (once per claim: a result recorded again adds nothing), move each delivery still claimed with the given token to its next state (a non-2xx result of an inactive config becomes cancelled), and settle the configs' in-flight counts and circuit breakers with the verdicts of the claims that moved; return the deliveries that changed (kind 'moved') and every config settled (kind 'settled')
+--
+-- One statement, run on its own (autocommit): the health rows it locks last are released as
+-- it ends, with no round trip to the worker between them and the commit, so the claims of
+-- other workers that wait for those rows wait only for this statement.
 WITH results AS (
     SELECT *
     FROM unnest(%(ids)s::bigint[], %(tokens)s::uuid[], %(attempt_numbers)s::integer[],
                 %(generations)s::integer[], %(endpoints)s::text[], %(outcomes)s::text[],
                 %(status_codes)s::integer[], %(durations_ms)s::integer[],
                 %(excerpts)s::text[], %(errors)s::text[], %(next_statuses)s::text[],
-                %(next_delays)s::float8[], %(last_errors)s::text[], %(next_backoffs)s::float8[])
+                %(next_delays)s::float8[], %(last_errors)s::text[], %(next_backoffs)s::float8[],
+                %(verdicts)s::text[], %(sent_at)s::timestamptz[],
+                %(request_headers)s::jsonb[])
+        WITH ORDINALITY
         AS r (delivery_id, claim_token, attempt_number, replay_generation, endpoint, outcome,
               status_code, duration_ms, response_excerpt, error, next_status, next_delay,
-              last_error, next_backoff)
+              last_error, next_backoff, verdict, sent_at, request_headers, position)
 ),
 attempts AS (
     INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation, endpoint,
                                    outcome, status_code, duration_ms, response_excerpt, error,
-                                   claim_token)
+                                   claim_token, request_headers)
     SELECT r.delivery_id, r.attempt_number, r.replay_generation, r.endpoint, r.outcome,
-           r.status_code, r.duration_ms, r.response_excerpt, r.error, r.claim_token
+           r.status_code, r.duration_ms, r.response_excerpt, r.error, r.claim_token,
+           r.request_headers
     FROM results r
-    WHERE EXISTS (SELECT 1 FROM deliveries d WHERE d.id = r.delivery_id)
-      AND NOT EXISTS (SELECT 1 FROM delivery_attempts a
-                      WHERE a.delivery_id = r.delivery_id AND a.claim_token = r.claim_token)
+    -- Index probes per result (lateral LIMIT 1s, which the planner cannot turn into a hash
+    -- anti-join over the whole attempts table, as it did for NOT EXISTS in a generic plan).
+    CROSS JOIN LATERAL (SELECT count(*) AS found
+                        FROM (SELECT 1 FROM deliveries d WHERE d.id = r.delivery_id
+                              LIMIT 1) x) delivery
+    CROSS JOIN LATERAL (SELECT count(*) AS found
+                        FROM (SELECT 1 FROM delivery_attempts a
+                              WHERE a.delivery_id = r.delivery_id
+                                AND a.claim_token = r.claim_token
+                              LIMIT 1) x) recorded
+    WHERE delivery.found = 1 AND recorded.found = 0
 ),
 configs_now AS (
     -- Share-locked: a concurrent deactivation waits, then cancels what this made pending.
@@ -75,20 +222,54 @@ moved AS (
         claim_token = NULL,
         updated_at = now()
     FROM results r, configs_now c
-    WHERE d.id = r.delivery_id AND c.id = d.config_id
-      AND d.status = 'delivering' AND d.claim_token = r.claim_token
-    RETURNING d.id, r.claim_token, d.status, d.next_attempt_at
+    -- Guarded by the claim token: a delivery holds one only while it is `delivering` (every
+    -- statement that moves it on clears it). Not by `d.status = 'delivering'` as well: with
+    -- it, the planner walks every delivery in flight through the status index, and with them
+    -- the dead entries of every one recorded since the last vacuum, instead of looking up
+    -- each result's delivery by its key.
+    WHERE d.id = r.delivery_id AND c.id = d.config_id AND d.claim_token = r.claim_token
+    RETURNING d.id, d.config_id, r.claim_token, d.status, d.next_attempt_at
 ),
 wake AS (
-    SELECT pg_notify('webhooks_deliveries_due', '')
+    SELECT notify_deliveries_due()
     FROM (SELECT 1 FROM moved WHERE status = 'pending' AND next_attempt_at <= now() LIMIT 1) m
-)
-SELECT id, claim_token, status, next_attempt_at, (SELECT count(*) FROM wake) FROM moved
+),
+settle_input AS (
+    -- Only the claims that moved a delivery end here: a late result of a recovered claim
+    -- frees no slot and judges nothing.
+    SELECT m.config_id, r.delivery_id, r.claim_token, r.verdict, r.last_error AS error,
+           true AS freed, r.position,
+           coalesce(r.sent_at, now() + make_interval(secs => r.position / 1e6)) AS sent_at
+    FROM moved m
+    JOIN results r ON r.delivery_id = m.id AND r.claim_token = m.claim_token
+),
+/* include settle_steps */
+SELECT 'moved' AS kind, id, claim_token, status, next_attempt_at,
+       NULL AS config_id, NULL AS source, NULL AS target, NULL AS reason,
+       NULL::integer AS consecutive_failures, NULL::timestamptz AS next_probe_at,
+       (SELECT count(*) FROM wake) + (SELECT count(*) FROM health_wake) AS woken
+FROM moved
+UNION ALL
+SELECT 'settled', NULL, NULL, NULL, NULL, config_id, was, circuit, reason,
+       consecutive_failures, next_probe_at, 0
+FROM settled
+
+-- hand_back_transition --
+-- The hand-back transition, written once (included by release_claims and recover_stale_claims): each delivery of the statement's `back` (id, config_id, claim_token, note) with an active config (in `configs_now`) becomes pending again, due as soon as it was before its claim so that it keeps its place in the due order; one whose config is off is cancelled; the claim is cleared and a note, if any, becomes its last error
+UPDATE deliveries d
+SET status = CASE WHEN c.active THEN 'pending' ELSE 'cancelled' END,
+    next_attempt_at = CASE WHEN c.active THEN least(coalesce(d.next_attempt_at, now()), now())
+                      END,
+    last_error = coalesce(back.note, d.last_error),
+    claimed_at = NULL, claimed_by = NULL, claim_token = NULL, updated_at = now()
+FROM back, configs_now c
+WHERE d.id = back.id AND c.id = back.config_id
+RETURNING d.id, d.status, back.claim_token
 
 -- release_claims --
--- Hand claimed deliveries back without an attempt: pending and due now if their config is active, else cancelled
-WITH claimed AS (
-    SELECT d.id, d.config_id
+-- Hand claimed deliveries back without an attempt: pending and due again if their config is active, else cancelled
+WITH back AS (
+    SELECT d.id, d.config_id, d.claim_token, NULL::text AS note
     FROM deliveries d
     JOIN unnest(%(ids)s::bigint[], %(tokens)s::uuid[]) AS r (id, claim_token)
       ON r.id = d.id AND r.claim_token = d.claim_token
@@ -96,28 +277,24 @@ WITH claimed AS (
     FOR UPDATE OF d
 ),
 configs_now AS (
-    SELECT id, active FROM configs WHERE id IN (SELECT config_id FROM claimed) ORDER BY id
+    SELECT id, active FROM configs WHERE id IN (SELECT config_id FROM back) ORDER BY id
     FOR SHARE
 ),
 released AS (
-    UPDATE deliveries d
-    SET status = CASE WHEN c.active THEN 'pending' ELSE 'cancelled' END,
-        next_attempt_at = CASE WHEN c.active THEN now() END,
-        claimed_at = NULL, claimed_by = NULL, claim_token = NULL, updated_at = now()
-    FROM claimed, configs_now c
-    WHERE d.id = claimed.id AND c.id = claimed.config_id
-    RETURNING d.id, d.status
+    /* include hand_back_transition */
 ),
 wake AS (
-    SELECT pg_notify('webhooks_deliveries_due', '')
+    SELECT notify_deliveries_due()
     FROM (SELECT 1 FROM released WHERE status = 'pending' LIMIT 1) r
 )
-SELECT id, status, (SELECT count(*) FROM wake) FROM released
+SELECT id, status, claim_token, (SELECT count(*) FROM wake) AS woken FROM released
 
 -- recover_stale_claims --
--- Return claims older than the timeout to pending (config active) or cancelled (inactive), in a bounded batch
-WITH stale AS (
-    SELECT id, config_id, claimed_by
+-- Return claims older than the timeout to pending (config active) or cancelled (inactive), in a bounded batch, saying why on each
+WITH back AS (
+    SELECT id, config_id, claim_token,
+           'claim by ' || coalesce(claimed_by, 'unknown worker')
+           || ' went stale; returned to the queue' AS note
     FROM deliveries
     WHERE status = 'delivering' AND claimed_at < now() - make_interval(secs => %(timeout)s)
     ORDER BY claimed_at
@@ -125,32 +302,32 @@ WITH stale AS (
     FOR UPDATE SKIP LOCKED
 ),
 configs_now AS (
-    SELECT id, active FROM configs WHERE id IN (SELECT config_id FROM stale) ORDER BY id
+    SELECT id, active FROM configs WHERE id IN (SELECT config_id FROM back) ORDER BY id
     FOR SHARE
 ),
 recovered AS (
-    UPDATE deliveries d
-    SET status = CASE WHEN c.active THEN 'pending' ELSE 'cancelled' END,
-        next_attempt_at = CASE WHEN c.active THEN now() END,
-        last_error = 'claim by ' || coalesce(stale.claimed_by, 'unknown worker')
-                     || ' went stale; returned to the queue',
-        claimed_at = NULL, claimed_by = NULL, claim_token = NULL, updated_at = now()
-    FROM stale, configs_now c
-    WHERE d.id = stale.id AND c.id = stale.config_id
-    RETURNING d.id, d.status
+    /* include hand_back_transition */
 ),
 wake AS (
-    SELECT pg_notify('webhooks_deliveries_due', '')
+    SELECT notify_deliveries_due()
     FROM (SELECT 1 FROM recovered WHERE status = 'pending' LIMIT 1) r
 )
-SELECT id, status, (SELECT count(*) FROM wake) FROM recovered
+SELECT id, status, claim_token, (SELECT count(*) FROM wake) AS woken FROM recovered
 
 -- seconds_until_next_due --
--- Return the seconds until the earliest pending delivery is due, 0 if one is due now, null if none is pending
-SELECT greatest(0, extract(epoch FROM min(next_attempt_at) - now()))::float8
-FROM deliveries
-WHERE status = 'pending'
-
--- queue_depth --
--- Count pending deliveries, stopping at the cap so a huge backlog stays cheap to measure
-SELECT count(*) FROM (SELECT 1 FROM deliveries WHERE status = 'pending' LIMIT %(cap)s) p
+-- Return the seconds until a claim could next take something (a due delivery of a config that may send, its probe or its rate slot), 0 if now, null if nothing waits; held backlogs are not read
+--
+-- Paused, half-open and full configs are left out, and those the worker has at its own bound:
+-- a claim could take none of their deliveries, and waking for them would spin. What ends those holds (a resume, a recorded
+-- result) sends the wake-up NOTIFY.
+SELECT CASE WHEN ready IS NOT NULL THEN greatest(0, extract(epoch FROM ready - now()))::float8 END
+FROM (
+    SELECT min(greatest(d.due, CASE WHEN h.circuit = 'open' THEN h.next_probe_at END,
+                        h.next_send_at)) AS ready
+    FROM config_health h
+    CROSS JOIN LATERAL (SELECT config_next_due(h.config_id) AS due) d
+    WHERE h.paused_at IS NULL AND h.circuit <> 'half_open'
+      AND h.in_flight < config_cap(h, %(cap)s, %(ramp)s)
+      AND h.config_id <> ALL (%(saturated)s::text[])
+      AND d.due IS NOT NULL
+) earliest

@@ -2,15 +2,19 @@
 -- Store new events and, in the same statement, one pending delivery per active config subscribed to each event's exact type; repeated event ids create nothing; wake idle dispatchers
 WITH input AS (
     -- An id repeated within the batch keeps its first occurrence, as a later batch would.
-    SELECT DISTINCT ON (id) id, type, payload, occurred_at
+    SELECT DISTINCT ON (id) id, type, payload, occurred_at, message_key, trace_parent,
+           trace_state
     FROM unnest(%(ids)s::text[], %(types)s::text[], %(payloads)s::text[],
-                %(occurred_at)s::timestamptz[]) WITH ORDINALITY
-        AS i (id, type, payload, occurred_at, position)
+                %(occurred_at)s::timestamptz[], %(keys)s::bytea[], %(trace_parents)s::text[],
+                %(trace_states)s::text[]) WITH ORDINALITY
+        AS i (id, type, payload, occurred_at, message_key, trace_parent, trace_state, position)
     ORDER BY id, position
 ),
 new_events AS (
-    INSERT INTO events (id, type, payload, occurred_at, source)
-    SELECT id, type, payload::json, coalesce(occurred_at, now()), %(source)s
+    INSERT INTO events (id, type, payload, occurred_at, source, message_key, trace_parent,
+                        trace_state)
+    SELECT id, type, payload::json, coalesce(occurred_at, now()), %(source)s, message_key,
+           trace_parent, trace_state
     FROM input
     ON CONFLICT (id) DO NOTHING
     RETURNING id, type
@@ -34,7 +38,7 @@ new_deliveries AS (
     RETURNING id
 ),
 wake AS (
-    SELECT pg_notify('webhooks_deliveries_due', '') FROM (SELECT 1 FROM new_deliveries LIMIT 1) d
+    SELECT notify_deliveries_due() FROM (SELECT 1 FROM new_deliveries LIMIT 1) d
 )
 SELECT (SELECT count(*) FROM new_events) AS events_created,
        (SELECT count(*) FROM new_deliveries) AS deliveries_created,

@@ -1,3 +1,21 @@
+-- replay_transition --
+-- The replay transition, written once (included by the replay statements): each delivery of the statement's `target` (id, status as locked) becomes pending and due now; a failed one starts a new generation (attempt count, retry window and backoff reset), a pending one keeps its own; return each with the action taken
+UPDATE deliveries d
+SET status = 'pending',
+    replay_generation = CASE WHEN t.status = 'failed' THEN d.replay_generation + 1
+                             ELSE d.replay_generation END,
+    attempt_count = CASE WHEN t.status = 'failed' THEN 0 ELSE d.attempt_count END,
+    generation_started_at = CASE WHEN t.status = 'failed' THEN NULL
+                                 ELSE d.generation_started_at END,
+    last_backoff_seconds = CASE WHEN t.status = 'failed' THEN NULL
+                                ELSE d.last_backoff_seconds END,
+    next_attempt_at = least(d.next_attempt_at, now()),
+    updated_at = now()
+FROM target t
+WHERE d.id = t.id AND d.status = t.status
+RETURNING d.id, CASE WHEN t.status = 'failed' THEN 'REPLAYED' ELSE 'EXPEDITED' END AS action,
+          d.replay_generation, d.next_attempt_at
+
 -- replay_delivery --
 -- Give a failed delivery of an active config a new generation due now (attempt count and window reset), or make a pending one due now; wake the dispatchers; return the action taken
 WITH config_now AS (
@@ -17,26 +35,13 @@ target AS (
     FOR UPDATE
 ),
 replayed AS (
-    UPDATE deliveries d
-    SET status = 'pending',
-        replay_generation = CASE WHEN t.status = 'failed' THEN d.replay_generation + 1
-                                 ELSE d.replay_generation END,
-        attempt_count = CASE WHEN t.status = 'failed' THEN 0 ELSE d.attempt_count END,
-        generation_started_at = CASE WHEN t.status = 'failed' THEN NULL
-                                     ELSE d.generation_started_at END,
-        last_backoff_seconds = CASE WHEN t.status = 'failed' THEN NULL
-                                    ELSE d.last_backoff_seconds END,
-        next_attempt_at = least(d.next_attempt_at, now()),
-        updated_at = now()
-    FROM target t
-    WHERE d.id = t.id AND d.status = t.status
-    RETURNING d.id, CASE WHEN t.status = 'failed' THEN 'REPLAYED' ELSE 'EXPEDITED' END AS action,
-              d.replay_generation, d.next_attempt_at
+    /* include replay_transition */
 ),
 wake AS (
-    SELECT pg_notify('webhooks_deliveries_due', '') FROM replayed
+    SELECT notify_deliveries_due() FROM replayed
 )
-SELECT id, action, replay_generation, next_attempt_at, (SELECT count(*) FROM wake) AS woken
+SELECT id AS delivery_id, action, replay_generation, next_attempt_at,
+       (SELECT count(*) FROM wake) AS woken
 FROM replayed
 
 -- replay_blocker --
@@ -71,20 +76,12 @@ SET request_fingerprint = excluded.request_fingerprint,
 WHERE replay_requests.created_at <= now() - make_interval(secs => %(ttl)s)
 RETURNING idempotency_key
 
--- replay_deliveries_page --
--- Replay the failed and expedite the pending deliveries of one page (newest first, before an id cursor) of a creation window, by status and config; return each row of the page with the action taken (null: skipped), its status and whether its config is active, and whether more rows follow
-WITH page_and_next AS (
+-- replay_listed_deliveries --
+-- Replay the failed and expedite the pending deliveries among the given ids (a page a filter listed); return each id with the action taken (null: skipped), its status and whether its config is active
+WITH page AS (
     SELECT id, config_id, status
     FROM deliveries
-    WHERE created_at >= %(created_from)s AND created_at < %(created_to)s
-      AND status = ANY (%(statuses)s::text[])
-      AND (%(config_ids)s::text[] IS NULL OR config_id = ANY (%(config_ids)s::text[]))
-      AND (%(before_id)s::bigint IS NULL OR id < %(before_id)s::bigint)
-    ORDER BY id DESC
-    LIMIT %(limit)s + 1
-),
-page AS (
-    SELECT id, config_id, status FROM page_and_next ORDER BY id DESC LIMIT %(limit)s
+    WHERE id = ANY (%(ids)s::bigint[])
 ),
 configs_now AS (
     -- Configs first, then deliveries: the order a deactivation locks them in.
@@ -103,26 +100,12 @@ target AS (
     FOR UPDATE
 ),
 replayed AS (
-    UPDATE deliveries d
-    SET status = 'pending',
-        replay_generation = CASE WHEN t.status = 'failed' THEN d.replay_generation + 1
-                                 ELSE d.replay_generation END,
-        attempt_count = CASE WHEN t.status = 'failed' THEN 0 ELSE d.attempt_count END,
-        generation_started_at = CASE WHEN t.status = 'failed' THEN NULL
-                                     ELSE d.generation_started_at END,
-        last_backoff_seconds = CASE WHEN t.status = 'failed' THEN NULL
-                                    ELSE d.last_backoff_seconds END,
-        next_attempt_at = least(d.next_attempt_at, now()),
-        updated_at = now()
-    FROM target t
-    WHERE d.id = t.id AND d.status = t.status
-    RETURNING d.id, CASE WHEN t.status = 'failed' THEN 'REPLAYED' ELSE 'EXPEDITED' END AS action
+    /* include replay_transition */
 ),
 wake AS (
-    SELECT pg_notify('webhooks_deliveries_due', '') FROM (SELECT 1 FROM replayed LIMIT 1) r
+    SELECT notify_deliveries_due() FROM (SELECT 1 FROM replayed LIMIT 1) r
 )
 SELECT p.id, r.action, p.status, p.config_id IN (SELECT id FROM configs_now) AS config_active,
-       (SELECT count(*) FROM page_and_next) > %(limit)s AS has_more,
        (SELECT count(*) FROM wake) AS woken
 FROM page p
 LEFT JOIN replayed r ON r.id = p.id

@@ -1,5 +1,5 @@
 -- delete_expired_succeeded --
--- Delete a bounded batch of succeeded deliveries older than the age (their attempts go with them); return their event ids
+-- Delete a bounded batch of succeeded deliveries older than the age and their attempts (in one set-based delete by delivery id, not one cascade per delivery); return their event ids
 WITH doomed AS (
     SELECT id
     FROM deliveries
@@ -7,6 +7,9 @@ WITH doomed AS (
     ORDER BY updated_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
+),
+attempts AS (
+    DELETE FROM delivery_attempts WHERE delivery_id = ANY (ARRAY(SELECT id FROM doomed))
 )
 DELETE FROM deliveries d
 USING doomed
@@ -14,7 +17,7 @@ WHERE d.id = doomed.id AND d.status = 'succeeded'
 RETURNING d.event_id
 
 -- delete_expired_finished --
--- Delete a bounded batch of failed and cancelled deliveries older than the age (their attempts go with them); return their event ids
+-- Delete a bounded batch of failed and cancelled deliveries older than the age and their attempts (in one set-based delete by delivery id, not one cascade per delivery); return their event ids
 WITH doomed AS (
     SELECT id
     FROM deliveries
@@ -23,6 +26,9 @@ WITH doomed AS (
     ORDER BY updated_at
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
+),
+attempts AS (
+    DELETE FROM delivery_attempts WHERE delivery_id = ANY (ARRAY(SELECT id FROM doomed))
 )
 DELETE FROM deliveries d
 USING doomed

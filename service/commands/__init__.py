@@ -1,3 +1,13 @@
 """The subcommands of `webhooks`; importing this package registers them."""
 
-from service.commands import backfill, dev, migrate, run, tokens  # noqa: F401
+from service.commands import (  # noqa: F401
+    backfill,
+    configs,
+    deliveries,
+    dev,
+    migrate,
+    replay,
+    run,
+    stats,
+    tokens,
+)

@@ -9,11 +9,12 @@ from collections import Counter
 
 from db import backfill as former
 from db.pool import ConnectionPool
-from service import backfill
-from service.cli import EXIT_OK, command
-from service.settings import Settings
+from db.vocabulary import Status
+from service.commands.registry import EXIT_OK, command
+from service.ingest import backfill
+from service.runtime.settings import Settings
 
-SUMMARY_ORDER = ("pending", "succeeded", "failed", "cancelled", "attempts")
+SUMMARY_ORDER = (Status.PENDING, Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, "attempts")
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,7 +70,7 @@ class ProgressBar:
         elapsed = max(time.monotonic() - self.started, 1e-6)
         share = done / total if total else 1.0
         text = (f"{share:6.1%} {done:,}/{total:,} webhooks, {done / elapsed:,.0f}/s, "
-                f"{counts.get('pending', 0):,} pending")
+                f"{counts.get(Status.PENDING, 0):,} pending")
         if self.tty:
             filled = int(share * self.WIDTH)
             self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {text}")

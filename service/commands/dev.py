@@ -1,4 +1,4 @@
-"""`webhooks dev`: embedded PostgreSQL, migrations, web API and worker in one process."""
+"""`webhooks dev`: embedded PostgreSQL, migrations, web API, dashboard and worker in one process."""
 
 from __future__ import annotations
 
@@ -17,14 +17,21 @@ from db import tokens
 from db.errors import NotFound
 from db.migrate import migrate
 from db.pool import ConnectionPool
-from service.app import create_app
-from service.cli import EXIT_FAILED, EXIT_OK, command
-from service.local_kafka import LocalKafka, LocalKafkaError
-from service.local_postgres import LocalPostgres, LocalPostgresError, dev_base
-from service.logs import configure
-from service.settings import Settings
-from service.telemetry import Telemetry
-from service.worker import Worker
+from service.commands.registry import EXIT_FAILED, EXIT_OK, EXIT_USAGE, command
+from service.local.kafka import LocalKafka, LocalKafkaError, LocalKafkaNotInstalled, tansu_binary
+from service.local.postgres import (
+    LocalPostgres,
+    LocalPostgresError,
+    LocalPostgresNotInstalled,
+    dev_base,
+    wheel_dirs,
+)
+from service.runtime.logs import configure
+from service.runtime.settings import Settings
+from service.runtime.status_server import start_listening
+from service.runtime.telemetry import Telemetry
+from service.runtime.worker import Worker
+from service.web.app import create_app
 
 DEV_TOKEN_NAME = "dev"
 
@@ -41,39 +48,36 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 @command("dev", "run everything in one process on an embedded PostgreSQL", _arguments)
 def run_dev(args: argparse.Namespace, settings: Settings) -> int:
     configure(settings.log_level)
+    try:  # the servers ship in the dev extra: say what to install before anything starts
+        wheel_dirs()
+        if args.kafka:
+            tansu_binary()
+    except (LocalPostgresNotInstalled, LocalKafkaNotInstalled) as error:
+        say(f"webhooks dev: {error}")
+        return EXIT_USAGE
     base = args.data_dir.resolve() if args.data_dir else dev_base(Path.cwd())
-    postgres = LocalPostgres(base=base)
     say(f"starting PostgreSQL (data in {base}) ...")
     try:
-        dsn = postgres.start()
-    except LocalPostgresError as error:
+        with contextlib.ExitStack() as servers:
+            postgres = servers.enter_context(LocalPostgres(base=base))
+            migrate(postgres.dsn)
+            settings = settings.replace(database_url=postgres.dsn, metrics_port=0)
+            if args.kafka:
+                say("starting Kafka (tansu, in memory) ...")
+                settings = _consume_from(servers.enter_context(LocalKafka()), settings)
+            return _serve(settings, postgres)
+    except (LocalPostgresError, LocalKafkaError) as error:
         say(f"webhooks dev: {error}")
         return EXIT_FAILED
-    kafka = LocalKafka() if args.kafka else None
-    try:
-        migrate(dsn)
-        settings = settings.replace(database_url=dsn, metrics_port=0)
-        if kafka:
-            settings = _start_kafka(kafka, settings)
-        return _serve(settings, postgres)
-    except LocalKafkaError as error:
-        say(f"webhooks dev: {error}")
-        return EXIT_FAILED
-    finally:
-        if kafka:
-            kafka.stop()
-        postgres.stop()
 
 
-def _start_kafka(kafka: LocalKafka, settings: Settings) -> Settings:
-    """Start the broker and its topics; return the settings that consume them.
+def _consume_from(kafka: LocalKafka, settings: Settings) -> Settings:
+    """Create the running broker's topics; return the settings that consume them.
 
     The broker forgets everything when it stops while the database is kept, so offsets
     start at 0 again each run: without KAFKA_TOPICS the topic is new each run, or an event
     without an id would be taken for the previous run's `<topic>:<partition>:<offset>`.
     """
-    say("starting Kafka (tansu, in memory) ...")
-    kafka.start()
     topics = settings.kafka_topics
     if topics == Settings().kafka_topics:
         topics = (time.strftime("webhooks-%Y%m%d-%H%M%S", time.gmtime()),)
@@ -89,13 +93,14 @@ def _serve(settings: Settings, postgres: LocalPostgres) -> int:
     token = _fresh_operator_token(pool)
     server = WSGIServer(("127.0.0.1", settings.port),
                         create_app(settings, pool=pool, telemetry=telemetry), log=None)
-    server.start()
+    start_listening(server, "PORT")
     worker = Worker(settings, telemetry=telemetry)
     worker.start()
     kafka = (f"  Kafka       {settings.kafka_bootstrap_servers}  topic "
              f"{','.join(settings.kafka_topics)}\n" if settings.kafka_bootstrap_servers else "")
     say(
         "\nwebhooks dev is running\n"
+        f"  dashboard   http://127.0.0.1:{server.server_port}/  (sign in with the token)\n"
         f"  GraphQL     http://127.0.0.1:{server.server_port}/graphql\n"
         f"  token       {token}\n"
         "              (operator; send it as 'Authorization: Bearer <token>')\n"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from db.migrate import migrate
-from service.cli import EXIT_OK, command
-from service.settings import Settings
+from service.commands.registry import EXIT_OK, command
+from service.runtime.settings import Settings
 
 
 @command("migrate", "apply pending database migrations (idempotent, concurrency-safe)")

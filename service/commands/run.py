@@ -7,28 +7,39 @@ import dataclasses
 import os
 import sys
 
-from service.cli import command
-from service.durations import format_duration
-from service.logs import configure
-from service.settings import Settings
-from service.worker import Worker
+from service.commands.registry import EXIT_OK, command
+from service.policy.durations import format_duration
+from service.runtime import early_stop
+from service.runtime.logs import configure
+from service.runtime.settings import Settings
+from service.runtime.startup import wait_for_database
+from service.runtime.status_server import bound_socket
+from service.runtime.worker import Worker
 
 
 @command("worker", "run the dispatcher, stale-claim recovery, retention and Kafka consumer")
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     configure(settings.log_level)
-    settings.require_database_url()
+    if not wait_for_database(settings.require_database_url(), settings.startup_timeout,
+                             stopped=early_stop.received):
+        return EXIT_OK  # stopped before it started: nothing to hand back
     return Worker(settings).run()
 
 
 @command("web", "serve the GraphQL API with gunicorn's gevent worker on $PORT")
 def run_web(args: argparse.Namespace, settings: Settings) -> int:
+    """Bind $PORT here, so that a taken port is one line naming it, then hand the socket to
+    gunicorn (which would otherwise retry for 5 s and log each try)."""
     settings.require_database_url()
+    listener = bound_socket("0.0.0.0", settings.port, "PORT")
+    listener.set_inheritable(True)
     os.environ.update(_environment(settings))
     argv = [
-        sys.executable, "-m", "gunicorn", "-k", "gevent", "--bind", f"0.0.0.0:{settings.port}",
+        sys.executable, "-m", "gunicorn", "-k", "gevent", "--bind", f"fd://{listener.fileno()}",
         "--workers", str(settings.web_concurrency), "--no-control-socket",
         "--graceful-timeout", str(int(settings.shutdown_timeout)),
+        "--logger-class", "service.runtime.weblog.GunicornLogger",
+        "--log-level", settings.log_level,
         "--access-logfile", "-", "wsgi:app",
     ]
     os.execv(sys.executable, argv)
@@ -46,6 +57,8 @@ def _environment(settings: Settings) -> dict[str, str]:
             text = "true" if value else "false"
         elif isinstance(value, tuple):
             text = ",".join(value)
+        elif isinstance(value, frozenset):
+            text = ",".join(map(str, sorted(value)))
         elif isinstance(value, float):
             text = format_duration(value)
         else:

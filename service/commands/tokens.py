@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TypeVar
 
 from db import tokens
 from db.errors import InvalidInput, NotFound
 from db.pool import ConnectionPool
-from service.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, command
-from service.settings import Settings, add_arguments
+from graphql_schema import audit
+from graphql_schema.errors import code_for
+from service.commands.registry import EXIT_FAILED, EXIT_OK, EXIT_USAGE, command
+from service.policy.durations import parse_duration
+from service.runtime.command_settings import COMMAND_SETTINGS, add_arguments
+from service.runtime.logs import audit_lines, cli_actor
+from service.runtime.settings import Settings
+
+T = TypeVar("T")
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,12 +28,15 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     create.add_argument("--role", required=True, choices=tokens.ROLES,
                         help="viewer may query; operator may also mutate")
     create.add_argument("--name", required=True, help="a unique name, used to revoke it")
+    create.add_argument("--expires-in", metavar="DURATION",
+                        help="stop accepting it after this long, e.g. 12h or 30d "
+                             "(default: valid until revoked)")
     listing = actions.add_parser("list",
                                  help="list live tokens (names and roles, never the tokens)")
     revoke = actions.add_parser("revoke", help="revoke a token by name")
     revoke.add_argument("name")
     for action in (create, listing, revoke):  # settings flags work after the action too
-        add_arguments(action)
+        add_arguments(action, COMMAND_SETTINGS["tokens"])
 
 
 @command("tokens", "create, list or revoke API tokens", _arguments)
@@ -32,15 +45,23 @@ def run_tokens(args: argparse.Namespace, settings: Settings) -> int:
                           application_name="webhooks-tokens")
     try:
         if args.action == "create":
-            _, plain = tokens.create(pool, name=args.name, role=args.role)
+            expires_in = _duration(args.expires_in)
+            _, plain = _audited("tokens create", {"token_name": args.name, "role": args.role},
+                                lambda: tokens.create(pool, name=args.name, role=args.role,
+                                                      expires_in=expires_in))
             print(plain)
         elif args.action == "list":
+            now = datetime.now(UTC)
             for token in tokens.live(pool):
                 used = token.last_used_at.isoformat() if token.last_used_at else "never"
+                ends = ("never expires" if token.expires_at is None else
+                        f"{'expired' if token.expired(now) else 'expires'} "
+                        f"{token.expires_at.isoformat()}")
                 print(f"{token.name}\t{token.role}\tcreated {token.created_at.isoformat()}"
-                      f"\tlast used {used}")
+                      f"\tlast used {used}\t{ends}")
         else:
-            tokens.revoke(pool, args.name)
+            _audited("tokens revoke", {"token_name": args.name},
+                     lambda: tokens.revoke(pool, args.name))
             print(f"revoked {args.name}", file=sys.stderr)
         return EXIT_OK
     except InvalidInput as error:
@@ -51,3 +72,25 @@ def run_tokens(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_FAILED
     finally:
         pool.close()
+
+
+def _audited(action: str, ids: dict[str, str], change: Callable[[], T]) -> T:
+    """Make `change` and leave its audit line (the token's name, never the token)."""
+    with audit_lines():
+        try:
+            result = change()
+        except Exception as error:
+            audit.write(action, cli_actor(), "operator", ids, code_for(error))
+            raise
+        audit.write(action, cli_actor(), "operator", ids, "ok")
+        return result
+
+
+def _duration(text: str | None) -> float | None:
+    """Return the seconds of a --expires-in value, or None; raise InvalidInput if malformed."""
+    if text is None:
+        return None
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise InvalidInput(f"--expires-in: {error}") from None

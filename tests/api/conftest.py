@@ -8,10 +8,10 @@ import pytest
 
 from db import tokens
 from db.pool import ConnectionPool
-from service.app import create_app
-from service.settings import Settings
-from service.telemetry import Telemetry
-from tests.conftest import dsn_for
+from service.runtime.settings import Settings
+from service.runtime.telemetry import Telemetry
+from service.web.app import create_app
+from tests.database import dsn_for
 
 
 class Api:

@@ -1,4 +1,4 @@
-"""Access control: bearer tokens with viewer and operator roles (SPEC §8)."""
+"""Access control: bearer tokens with viewer and operator roles."""
 
 from __future__ import annotations
 
@@ -63,6 +63,9 @@ def test_every_mutation_is_forbidden_to_a_viewer(viewer, make):
         "publishEvent": '(input: {type: "order.created", payload: {}}) { eventId }',
         "replayDelivery": f'(id: "{delivery_id}") {{ action }}',
         "replayDeliveries": '(filter: {createdAtFrom: "2020-01-01T00:00:00Z"}) { hasMore }',
+        "pauseConfig": f'(id: "{config.id}") {{ changed }}',
+        "resumeConfig": f'(id: "{config.id}") {{ changed }}',
+        "resetCircuit": f'(id: "{config.id}") {{ changed }}',
     }
     mutations = viewer.data('{ __type(name: "Mutation") { fields { name } } }')
     assert set(arguments) == {field["name"] for field in mutations["__type"]["fields"]}

@@ -1,4 +1,4 @@
-"""replayDeliveries: one page of a creation window at a time, as durable-delivery-2.5 says."""
+"""replayDeliveries: one page of a creation window at a time."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from db import configs
 from tests.api.conftest import metric_value
 
-BULK = """mutation ($filter: ReplayDeliveriesFilter!, $first: Int, $after: String) {
+BULK = """mutation ($filter: DeliveryFilter!, $first: Int, $after: String) {
   replayDeliveries(filter: $filter, first: $first, after: $after) {
     replayed expedited skipped { deliveryId reason } hasMore nextCursor } }"""
 NOW = datetime.now(UTC)

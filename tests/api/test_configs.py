@@ -1,4 +1,4 @@
-"""Configs through the API: list, create, update, (de)activate, delete, rotate (SPEC §8)."""
+"""Configs through the API: list, create, update, (de)activate, delete, rotate."""
 
 from __future__ import annotations
 

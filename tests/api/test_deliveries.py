@@ -1,18 +1,22 @@
-"""Inspecting deliveries: filters, cursor pagination and one delivery in detail (SPEC §8)."""
+"""Inspecting deliveries: filters, cursor pagination and one delivery in detail."""
 
 from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from db import events
+
 LIST = """
 query ($filter: DeliveryFilter, $first: Int, $after: String) {
   deliveries(filter: $filter, first: $first, after: $after) {
-    edges { cursor node { id eventId eventType configId status attemptCount replayGeneration
-                          nextAttemptAt lastStatusCode lastError createdAt updatedAt } }
+    edges { cursor node { id webhookId eventId eventType configId status attemptCount
+                          replayGeneration nextAttemptAt lastStatusCode lastError createdAt
+                          updatedAt } }
     pageInfo { hasNextPage endCursor }
   }
 }"""
@@ -20,7 +24,7 @@ query ($filter: DeliveryFilter, $first: Int, $after: String) {
 DETAIL = """
 query ($id: ID!) {
   delivery(id: $id) {
-    id eventId eventType configId status attemptCount replayGeneration nextAttemptAt
+    id webhookId eventId eventType configId status attemptCount replayGeneration nextAttemptAt
     lastStatusCode lastError createdAt updatedAt payload occurredAt
     attempts { id attemptNumber replayGeneration endpoint outcome statusCode durationMs
                responseExcerpt error createdAt }
@@ -61,6 +65,43 @@ def test_pages_follow_the_cursor_to_the_end_without_gaps_or_repeats(api, make):
         assert after == page["edges"][-1]["cursor"]
     assert pages == 3
     assert seen == list(reversed(created))
+
+
+def test_deliveries_are_listed_by_creation_time_even_when_ids_disagree(api, make):
+    config = make.config()
+    newest, oldest, middle = (make.delivery(config) for _ in range(3))
+    now = datetime.now(UTC)
+    # Upgrades and backfills insert old history after new rows: ids do not follow time.
+    make.set(oldest, created_at=now - timedelta(days=3))
+    make.set(middle, created_at=now - timedelta(days=2))
+    make.set(newest, created_at=now - timedelta(days=1))
+    seen, after = [], None
+    while True:
+        page = api.data(LIST, {"first": 1, "after": after})["deliveries"]
+        seen += [edge["node"]["id"] for edge in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert seen == [str(newest), str(middle), str(oldest)]
+    window = {"createdAfter": (now - timedelta(days=2, hours=1)).isoformat(),
+              "createdBefore": (now - timedelta(hours=1)).isoformat()}
+    assert ids(api.data(LIST, {"filter": window})) == [str(newest), str(middle)]
+
+
+def test_rows_created_in_the_same_instant_page_by_id(api, make):
+    config = make.config()
+    created = [make.delivery(config) for _ in range(5)]
+    instant = datetime.now(UTC) - timedelta(minutes=1)
+    for delivery_id in created:
+        make.set(delivery_id, created_at=instant)
+    seen, after = [], None
+    while True:
+        page = api.data(LIST, {"first": 2, "after": after})["deliveries"]
+        seen += [edge["node"]["id"] for edge in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert seen == [str(i) for i in reversed(created)]
 
 
 def test_an_empty_page_has_no_end_cursor(api):
@@ -225,3 +266,42 @@ def test_the_payload_of_a_large_event_is_kept_exact(api, make):
     _, (delivery_id,) = make.event(payload=payload)
     text = api.post(DETAIL, {"id": delivery_id}).get_data(as_text=True)
     assert json.loads(text)["data"]["delivery"]["payload"] == payload
+
+
+def test_each_delivery_shows_the_webhook_id_its_requests_carry(api, make):
+    config = make.config()
+    first, second = make.delivery(config), make.delivery(config)
+    listed = {edge["node"]["id"]: edge["node"]["webhookId"]
+              for edge in api.data(LIST)["deliveries"]["edges"]}
+    stored = {str(id): make.row(id)["webhook_id"] for id in (first, second)}
+    assert listed == stored
+    assert all(value.startswith("msg_") for value in listed.values())
+    assert len(set(listed.values())) == 2
+    detail = api.data(DETAIL, {"id": str(first)})["delivery"]
+    assert detail["webhookId"] == stored[str(first)]
+
+
+def test_a_delivery_made_before_webhook_ids_shows_its_number(api, make):
+    delivery_id = make.delivery()
+    make.set(delivery_id, webhook_id=None)  # as stored before the upgrade
+    detail = api.data(DETAIL, {"id": str(delivery_id)})["delivery"]
+    assert detail["webhookId"] == str(delivery_id)
+
+
+BROKER_FIELDS = """
+query ($id: ID!) { delivery(id: $id) { eventKey traceparent tracestate } }"""
+
+
+def test_a_delivery_shows_the_key_and_trace_context_its_broker_message_carried(api, make):
+    make.config()
+    trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    event = events.new_event("from-kafka", "order.created", {}, max_payload=1024)
+    (keyed,) = events.publish(make.pool, replace(event, key=b"\x00customer-42",
+                                                 trace_parent=trace, trace_state="a=b")
+                              ).delivery_ids
+    _, (plain,) = make.event(type="order.created")
+    assert api.data(BROKER_FIELDS, {"id": str(keyed)})["delivery"] == {
+        "eventKey": base64.b64encode(b"\x00customer-42").decode(), "traceparent": trace,
+        "tracestate": "a=b"}
+    assert api.data(BROKER_FIELDS, {"id": str(plain)})["delivery"] == {
+        "eventKey": None, "traceparent": None, "tracestate": None}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import gevent
@@ -14,22 +14,10 @@ import pytest
 import requests
 
 from db import tokens
-from service.local_postgres import free_port
+from service.local.postgres import free_port
+from tests.helpers import PATIENCE, wait_for_http
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _wait_healthy(url: str, process: subprocess.Popen, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"webhooks web exited with {process.returncode}")
-        try:
-            if requests.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except requests.ConnectionError:
-            time.sleep(0.1)
-    raise AssertionError("webhooks web did not become healthy")
 
 
 @pytest.fixture
@@ -44,13 +32,13 @@ def web(database_url):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, process)
+        wait_for_http(f"{url}/healthz", process)
         yield url, process
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
         try:
-            process.communicate(timeout=30)
+            process.communicate(timeout=PATIENCE)
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
@@ -63,21 +51,21 @@ def test_webhooks_web_serves_the_api_through_gunicorns_gevent_worker(web, pool, 
     config = make.config()
     delivery_id = make.delivery(config, status="failed", next_attempt_at=None)
 
-    assert requests.get(f"{url}/readyz", timeout=5).status_code == 200
-    page = requests.get(f"{url}/graphql", headers={"Accept": "text/html"}, timeout=5)
+    assert requests.get(f"{url}/readyz", timeout=PATIENCE).status_code == 200
+    page = requests.get(f"{url}/graphql", headers={"Accept": "text/html"}, timeout=PATIENCE)
     assert page.status_code == 200 and "graphiql" in page.text.lower()
     refused = requests.post(f"{url}/graphql", json={"query": "{ stats { queueDepth } }"},
-                            timeout=5)
+                            timeout=PATIENCE)
     assert refused.status_code == 401
     assert refused.json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
 
     query = {"query": "{ configs { edges { node { id } } } stats { byStatus { status count } } }"}
-    answer = requests.post(f"{url}/graphql", json=query, headers=auth, timeout=5).json()
+    answer = requests.post(f"{url}/graphql", json=query, headers=auth, timeout=PATIENCE).json()
     assert answer["data"]["configs"]["edges"] == [{"node": {"id": config.id}}]
 
     replay = {"query": "mutation ($id: ID!) { replayDelivery(id: $id) { action } }",
               "variables": {"id": delivery_id}}
-    jobs = [gevent.spawn(requests.post, f"{url}/graphql", json=replay, timeout=10,
+    jobs = [gevent.spawn(requests.post, f"{url}/graphql", json=replay, timeout=PATIENCE,
                          headers={**auth, "Idempotency-Key": "gunicorn"}) for _ in range(5)]
     gevent.joinall(jobs, raise_error=True)
     assert {job.value.status_code for job in jobs} == {200}
@@ -86,6 +74,60 @@ def test_webhooks_web_serves_the_api_through_gunicorns_gevent_worker(web, pool, 
     assert make.row(delivery_id)["replay_generation"] == 1
 
     process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=30)
+    _, err = process.communicate(timeout=PATIENCE)
     assert process.returncode == 0, err
     assert token not in err
+
+
+def _json_lines(text: str) -> list[dict]:
+    """Return every line of `text` as JSON, failing on any line that is not an object."""
+    lines = []
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                lines.append(json.loads(line))
+            except ValueError:
+                raise AssertionError(f"not a JSON line: {line!r}") from None
+    return lines
+
+
+def test_webhooks_web_logs_json_lines_only_with_an_access_log_and_an_audit_trail(web, pool):
+    url, process = web
+    _, token = tokens.create(pool, name="deployer", role="operator")
+    auth = {"Authorization": f"Bearer {token}"}
+    create = {"query": "mutation { createConfig(input: {endpoint: \"https://example.com/h\", "
+                       "eventTypes: [\"a\"]}) { config { id } secret } }"}
+    created = requests.post(f"{url}/graphql", json=create, headers=auth, timeout=PATIENCE).json()
+    config_id = created["data"]["createConfig"]["config"]["id"]
+    secret = created["data"]["createConfig"]["secret"]
+    assert requests.post(f"{url}/graphql", json={"query": "{ stats { queueDepth } }"},
+                         headers={"Authorization": "Bearer whk_wrong"},
+                         timeout=PATIENCE).status_code == 401
+    metrics = requests.get(f"{url}/metrics", timeout=PATIENCE).text
+
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=PATIENCE)
+    assert process.returncode == 0, err
+    lines = _json_lines(out) + _json_lines(err)
+    assert any(line["logger"].startswith("gunicorn.error") for line in lines), lines
+    access = [line for line in lines if line["message"] == "access"]
+    (mutation,) = [line for line in access
+                   if line["method"] == "POST" and line.get("token_name") == "deployer"]
+    assert (mutation["path"], mutation["status"]) == ("/graphql", 200)
+    assert mutation["duration_ms"] >= 0
+    refused = [line for line in access if line["status"] == 401]
+    assert refused and refused[0]["token_name"] is None
+    (audit,) = [line for line in lines if line["message"] == "audit"]
+    assert audit["audit"] == "createConfig"
+    assert (audit["actor"], audit["role"], audit["result"]) == ("deployer", "operator", "ok")
+    assert audit["ids"]["config_id"] == config_id
+    for text in (out, err):
+        assert token not in text and secret not in text
+        assert token.split("_", 1)[1] not in text and secret.split("_", 1)[1] not in text
+    assert ('webhooks_api_requests_total{operation="createConfig",outcome="ok"} 1.0'
+            in metrics)
+    assert 'webhooks_api_requests_total{operation="none",outcome="client_error"} 1.0' in metrics
+    assert 'webhooks_api_request_duration_seconds_count{operation="createConfig"} 1.0' in metrics
+    assert 'webhooks_api_request_duration_seconds_count{operation="deliveries"} 0.0' in metrics
+    assert 'webhooks_delivery_attempts_total{outcome="success",status_class="2xx"} 0.0' \
+        in metrics

@@ -1,11 +1,11 @@
-"""publishEvent: fan-out, idempotency on the event id, payload limits (SPEC §8, §10)."""
+"""publishEvent: fan-out, idempotency on the event id, payload limits."""
 
 from __future__ import annotations
 
 import pytest
 
 PUBLISH = """mutation ($input: PublishEventInput!) {
-  publishEvent(input: $input) { eventId deliveryIds } }"""
+  publishEvent(input: $input) { eventId deliveryIds duplicate } }"""
 
 
 def publish(api, **input):
@@ -36,16 +36,20 @@ def test_publishing_the_same_id_again_returns_the_same_deliveries(api, make):
     make.config()
     first = publish(api, id="evt_same", payload={"v": 1})
     again = publish(api, id="evt_same", payload={"v": 2})
-    assert again == first
+    assert first["duplicate"] is False
+    assert again == {**first, "duplicate": True}
     assert make.count("SELECT count(*) FROM deliveries") == 1
+    assert make.count("SELECT count(*) FROM events WHERE payload::jsonb = '{\"v\": 1}'") == 1
 
 
 def test_an_event_nobody_subscribes_to_has_no_deliveries(api):
-    assert publish(api, type="nobody.cares")["deliveryIds"] == []
+    assert publish(api, type="nobody.cares", id="evt_lonely") == {
+        "eventId": "evt_lonely", "deliveryIds": [], "duplicate": False}
+    assert publish(api, type="nobody.cares", id="evt_lonely")["duplicate"] is True
 
 
 def test_a_payload_over_the_limit_is_bad_input(client, settings, pool, operator_token, make):
-    from service.app import create_app
+    from service.web.app import create_app
     from tests.api.conftest import Api
 
     make.config()
@@ -61,7 +65,7 @@ def test_a_payload_over_the_limit_is_bad_input(client, settings, pool, operator_
 
 def test_a_request_body_far_over_the_limit_is_refused_without_a_500(settings, pool,
                                                                     operator_token):
-    from service.app import create_app
+    from service.web.app import create_app
     from tests.api.conftest import Api
 
     small = Api(create_app(settings.replace(max_payload=1000), pool=pool).test_client(),

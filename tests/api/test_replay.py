@@ -1,4 +1,4 @@
-"""replayDelivery: eligibility, the Idempotency-Key and its 24 h memory, races (SPEC §8)."""
+"""replayDelivery: eligibility, the Idempotency-Key and its 24 h memory, races."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from db import configs, replays
 from db.errors import NotEligible
 from tests.api.conftest import metric_value
+from tests.helpers import PATIENCE, wait_until
 
 REPLAY = """mutation ($id: ID!) {
   replayDelivery(id: $id) { deliveryId action replayGeneration nextAttemptAt } }"""
@@ -218,6 +219,7 @@ def test_an_expedite_waiting_on_a_deactivation_neither_deadlocks_nor_leaves_it_p
         make, pool, bulk):
     """Lock order: a replay takes the config before the delivery, as a deactivation does."""
     from db import deliveries
+    from db.filters import DeliveryFilter
     from db.pool import connect
     from db.sql import QUERIES
 
@@ -228,9 +230,9 @@ def test_an_expedite_waiting_on_a_deactivation_neither_deadlocks_nor_leaves_it_p
         with pool.transaction() as cursor:
             if bulk:
                 return deliveries.replay_page(
-                    cursor, created_from=datetime.now(UTC) - timedelta(days=1),
-                    created_to=datetime.now(UTC), statuses=["pending"], config_ids=None,
-                    before_id=None, limit=10)
+                    cursor, DeliveryFilter(created_after=datetime.now(UTC) - timedelta(days=1),
+                                           statuses=["pending"]),
+                    before=None, limit=10)
             return deliveries.replay(cursor, delivery_id)
 
     deactivation = connect(pool.dsn)
@@ -238,14 +240,16 @@ def test_an_expedite_waiting_on_a_deactivation_neither_deadlocks_nor_leaves_it_p
         with deactivation.cursor() as cursor:
             cursor.execute(QUERIES["set_config_active"], {"id": config.id, "active": False})
             job = gevent.spawn(expedite)
-            gevent.sleep(0.3)  # the replay now waits for the config row
+            wait_until(lambda: make.count(  # the replay now waits for the config row
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock'"))
             cursor.execute("SET LOCAL lock_timeout = '3s'")
             cursor.execute(QUERIES["cancel_pending_deliveries_of_config"], {"id": config.id})
             assert cursor.rowcount == 1
         deactivation.commit()
     finally:
         deactivation.close()
-    job.join(10)
+    job.join(PATIENCE)
     if bulk:
         assert job.value.skipped == [(delivery_id, "its config is inactive or deleted")]
     else:

@@ -20,7 +20,8 @@ def test_the_schema_names_of_the_contract():
                  "createConfig(input: CreateConfigInput!): ConfigWithSecret!",
                  "publishEvent(input: PublishEventInput!)",
                  "replayDelivery(id: ID!): ReplayResult!",
-                 "rotateConfigSecret(id: ID!, secret: String = null): ConfigWithSecret!"):
+                 "rotateConfigSecret(id: ID!, secret: String = null, graceSeconds: Int = null)"
+                 ": ConfigWithSecret!"):
         assert name in text, name
     assert "secret" not in text.split("type Config {")[1].split("}")[0]
     assert "payload" not in text.split("type DeliverySummary {")[1].split("}")[0]

@@ -15,10 +15,10 @@ from schemathesis.specs.graphql.validation import is_schema_violation
 
 from db import tokens
 from db.pool import ConnectionPool
-from service.app import create_app
-from service.settings import Settings
-from service.telemetry import Telemetry
-from tests.conftest import dsn_for
+from service.runtime.settings import Settings
+from service.runtime.telemetry import Telemetry
+from service.web.app import create_app
+from tests.database import dsn_for
 from tests.factories import Factories
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "graphql_schema" / "schema.graphql"
@@ -51,7 +51,7 @@ schema = schemathesis.graphql.from_file(SCHEMA_FILE.read_text())
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                        HealthCheck.function_scoped_fixture])
-# SPEC §8's codes. The database is up throughout, so UNAVAILABLE (and its 503) would mean
+# The API's error codes. The database is up throughout, so UNAVAILABLE (and its 503) would mean
 # some input made a database call fail as if it were down: a defect, like a 500.
 CODES = {"NOT_FOUND", "NOT_ELIGIBLE", "IDEMPOTENCY_CONFLICT", "BAD_USER_INPUT",
          "UNAUTHENTICATED", "FORBIDDEN"}

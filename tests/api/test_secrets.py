@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from bench.chaos.secrets import CONFIG_FIELDS, leaked
 from tests.helpers import wait_until
 from tests.receivers import Reply
+from tests.reliability.secrets import CONFIG_FIELDS, leaked
 
 
 def test_secrets_are_shown_once_and_never_again(api, viewer, make, receiver_factory,

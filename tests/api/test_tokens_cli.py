@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 from db import tokens
 from service.cli import main
 from tests.api.conftest import Api
+from tests.helpers import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[2]
 STATS = "{ stats { queueDepth } }"
@@ -26,7 +28,7 @@ def test_create_prints_the_token_alone_on_stdout(database_url, pool, client):
         [sys.executable, "-m", "service", "tokens", "create", "--role", "operator",
          "--name", "deploy-bot"],
         cwd=ROOT, env={**os.environ, "DATABASE_URL": database_url}, capture_output=True,
-        text=True, timeout=60,
+        text=True, timeout=PATIENCE,
     )
     assert result.returncode == 0, result.stderr
     token = result.stdout.strip()
@@ -68,6 +70,31 @@ def test_revoke_ends_a_token_at_once(capsys, database_url, client):
     assert capsys.readouterr().out == ""
 
 
+def test_a_token_given_a_lifetime_stops_working_when_it_ends(capsys, database_url, client,
+                                                             pool):
+    _, out, _ = run(capsys, database_url, "create", "--role", "viewer", "--name", "contractor",
+                    "--expires-in", "30d")
+    api = Api(client, out.strip())
+    assert api.data(STATS)
+    _, out, _ = run(capsys, database_url, "list")
+    assert "contractor\tviewer" in out and "\texpires " in out
+    with pool.transaction() as cursor:  # the thirty days go by
+        cursor.execute("UPDATE api_tokens SET expires_at = now() - interval '1 second' "
+                       "WHERE name = 'contractor'")
+    assert api.code(STATS) == "UNAUTHENTICATED"
+    _, out, _ = run(capsys, database_url, "list")
+    assert "\texpired " in out  # listed until revoked: its name stays taken
+    assert run(capsys, database_url, "revoke", "contractor")[0] == 0
+
+
+def test_a_malformed_or_absurd_lifetime_is_bad_usage(capsys, database_url):
+    for value in ("soon", "0s", "-1h", "5000d"):
+        code, out, err = run(capsys, database_url, "create", "--role", "viewer", "--name", "x",
+                             f"--expires-in={value}")
+        assert (code, out) == (2, ""), value
+        assert "expires" in err, value
+
+
 def test_revoking_an_unknown_name_fails(capsys, database_url):
     code, out, err = run(capsys, database_url, "revoke", "nobody")
     assert code == 1 and out == "" and "nobody" in err
@@ -89,3 +116,21 @@ def test_settings_flags_work_before_and_after_the_action(capsys, database_url):
     assert main(["tokens", "list", "--database-url", database_url]) == 0
     out, _ = capsys.readouterr()
     assert "before\tviewer" in out and "after\tviewer" in out
+
+
+def test_creating_and_revoking_a_token_leave_audit_lines_without_the_token(capsys,
+                                                                            database_url):
+    assert main(["tokens", "create", "--role", "viewer", "--name", "audited",
+                 "--database-url", database_url]) == 0
+    out, err = capsys.readouterr()
+    token = out.strip()
+    assert main(["tokens", "create", "--role", "viewer", "--name", "audited",
+                 "--database-url", database_url]) == 2
+    assert main(["tokens", "revoke", "audited", "--database-url", database_url]) == 0
+    err += capsys.readouterr().err
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert [(line["audit"], line["ids"]["token_name"], line["result"]) for line in lines] == [
+        ("tokens create", "audited", "ok"), ("tokens create", "audited", "BAD_USER_INPUT"),
+        ("tokens revoke", "audited", "ok")]
+    assert all(line["actor"].startswith("cli:") for line in lines)
+    assert token not in err

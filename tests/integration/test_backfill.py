@@ -9,10 +9,11 @@ import psycopg2
 import pytest
 
 from db.migrate import migrate
+from db.notifications import Listener
 from db.pool import ConnectionPool
-from service import backfill
+from service.ingest import backfill
 from tests.former_model import FORMER_SCHEMA
-from tests.helpers import wait_until
+from tests.helpers import PATIENCE, wait_until
 
 SECRET = "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0"  # plain base64: a former-model secret
 
@@ -66,7 +67,7 @@ def former_database(empty_database_url, receiver):
 def _backfill_cli(dsn, *args):
     env = {**os.environ, "DATABASE_URL": dsn}
     return subprocess.run([sys.executable, "-m", "service", "backfill-deliveries", *args],
-                          env=env, capture_output=True, text=True, timeout=60)
+                          env=env, capture_output=True, text=True, timeout=PATIENCE)
 
 
 def _deliveries(dsn):
@@ -164,6 +165,21 @@ def test_an_interrupted_backfill_resumes_without_doubles(former_database):
     assert counts["pending"] == 3 and counts["succeeded"] == 2
     assert _run(dsn, "SELECT completed_at IS NOT NULL FROM backfill_progress") == [(True,)]
     pool.close()
+
+
+def test_a_backfill_that_stores_pending_deliveries_wakes_the_dispatchers(former_database):
+    dsn = former_database
+    migrate(dsn)
+    pool, listener = ConnectionPool(dsn, size=2), Listener(dsn)
+    try:
+        backfill.run(pool, keep_succeeded=30 * 86400, keep_failed=90 * 86400)
+        assert listener.wait(PATIENCE)
+        assert not listener.wait(0.2)
+        backfill.run(pool, keep_succeeded=30 * 86400, keep_failed=90 * 86400)  # nothing new
+        assert not listener.wait(0.2)
+    finally:
+        listener.close()
+        pool.close()
 
 
 def test_backfill_without_a_former_table_says_so(database_url):

@@ -1,10 +1,10 @@
-"""Configuration changes while deliveries are pending or in flight (SPEC §5)."""
+"""Configuration changes while deliveries are pending or in flight."""
 
 import gevent
 from standardwebhooks.webhooks import Webhook
 
-from db import configs, deliveries
-from tests.helpers import wait_until
+from db import configs
+from tests.helpers import PATIENCE, wait_until
 from tests.receivers import Reply
 
 HOUR = 3600.0
@@ -20,6 +20,15 @@ def test_deactivation_cancels_pending_and_reactivation_does_not_resurrect(make):
     assert {make.row(i)["status"] for i in ids} == {"cancelled"}
     _, new = make.event()
     assert make.row(new[0])["status"] == "pending"
+
+
+def test_deactivating_an_inactive_config_changes_nothing_and_says_so(make):
+    config = make.config()
+    assert configs.deactivate(make.pool, config.id, reason="endpoint answered 410 Gone").changed
+    again = configs.deactivate(make.pool, config.id)
+    assert (again.changed, again.cancelled, again.config.active) == (False, 0, False)
+    assert make.count("SELECT count(*) FROM config_health WHERE reason = %s",
+                      ("endpoint answered 410 Gone",)) == 1
 
 
 def test_deletion_cancels_pending_and_keeps_history(make):
@@ -39,14 +48,14 @@ def test_inflight_failure_of_a_deactivated_config_becomes_cancelled(
 
     def respond(request):
         arrived.set()
-        release.wait(10)
+        release.wait(PATIENCE)
         return Reply(500)
 
     receiver = receiver_factory(respond)
     config = make.config(endpoint=receiver.url)
     _, (delivery_id,) = make.event()
     start_worker(min_backoff=HOUR)
-    arrived.wait(10)
+    arrived.wait(PATIENCE)
     assert make.row(delivery_id)["status"] == "delivering"
     assert configs.deactivate(make.pool, config.id).cancelled == 0
     release.set()
@@ -63,14 +72,14 @@ def test_inflight_success_of_a_deactivated_config_stays_succeeded(
 
     def respond(request):
         arrived.set()
-        release.wait(10)
+        release.wait(PATIENCE)
         return Reply(200)
 
     receiver = receiver_factory(respond)
     config = make.config(endpoint=receiver.url)
     _, (delivery_id,) = make.event()
     start_worker()
-    arrived.wait(10)
+    arrived.wait(PATIENCE)
     configs.deactivate(make.pool, config.id)
     release.set()
     wait_until(lambda: make.row(delivery_id)["status"] == "succeeded")
@@ -114,4 +123,4 @@ def test_pending_delivery_of_an_inactive_config_is_cancelled_not_sent(
     start_worker()
     wait_until(lambda: make.row(delivery_id)["status"] == "cancelled")
     assert receiver.requests == []
-    assert deliveries.queue_depth(make.pool) == 0
+    assert make.count("SELECT count(*) FROM deliveries WHERE status = 'pending'") == 0

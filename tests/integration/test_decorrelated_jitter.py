@@ -1,12 +1,12 @@
-"""Decorrelated jitter carries each backoff forward through the database (retry-policy.txt)."""
+"""Decorrelated jitter carries each backoff forward through the database."""
 
 import random
 from datetime import UTC, datetime
 
 from db import deliveries
-from service.backoff import RetryPolicy
-from service.sender import HTTP_ERROR, SUCCESS, Response
-from service.verdict import judge
+from service.dispatch.sender import HTTP_ERROR, SUCCESS, Response
+from service.dispatch.verdict import judge
+from service.policy.backoff import RetryPolicy
 
 POLICY = RetryPolicy(min_backoff=1.0, max_backoff=3600.0, jitter="decorrelated")
 

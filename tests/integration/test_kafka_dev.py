@@ -7,8 +7,9 @@ import sys
 
 from db import configs
 from db.pool import ConnectionPool
-from service.local_kafka import LocalKafka
-from service.local_postgres import free_port
+from service.local.kafka import LocalKafka
+from service.local.postgres import free_port
+from tests.helpers import PATIENCE
 from tests.integration.test_dev import world_readable_tmp  # noqa: F401  (fixture)
 from tests.kafka import SESSION_TIMEOUT, Topic
 
@@ -44,11 +45,11 @@ def test_dev_kafka_prints_the_broker_and_ingests_what_is_produced(
         topic = Topic(LocalKafka(port=int(bootstrap.rsplit(":", 1)[1])), topic_name)
         topic.send({"type": "hello", "payload": {"from": "a newcomer"}})
         topic.close()
-        (request,) = receiver.wait_for(1, timeout=20)
+        (request,) = receiver.wait_for(1)
         body = json.loads(request.body)
         assert (body["type"], body["data"]) == ("hello", {"from": "a newcomer"})
         assert body["id"] == f"{topic_name}:0:0"
     finally:
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=PATIENCE)
     assert process.returncode == 0, err[-2000:]

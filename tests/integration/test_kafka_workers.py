@@ -4,15 +4,16 @@ import signal
 
 import gevent
 
-from tests.helpers import wait_until, worker_process
+from tests.helpers import PATIENCE, wait_until, worker_process
 from tests.kafka import SESSION_TIMEOUT, consumer_settings
 
 MESSAGES = 1500
 
 
-def _produce_slowly(topic, count, chunk=100, pause=0.05):
-    for start in range(0, count, chunk):
-        topic.send_many([{"type": "t", "n": n} for n in range(start, min(count, start + chunk))])
+def _produce_slowly(topic, first, last, chunk=100, pause=0.05):
+    """Produce messages numbered `first` to `last` - 1 in chunks, pausing between them."""
+    for start in range(first, last, chunk):
+        topic.send_many([{"type": "t", "n": n} for n in range(start, min(last, start + chunk))])
         gevent.sleep(pause)
 
 
@@ -39,25 +40,26 @@ def test_a_worker_stopped_mid_stream_and_restarted_ingests_every_message_once(
     first = worker_process(database_url, **env)
     second = None
     try:
-        producing = gevent.spawn(_produce_slowly, topic, MESSAGES)
-        wait_until(lambda: make.count("SELECT count(*) FROM events") >= 300, timeout=30)
+        # The rest is produced only once the first worker is stopped: it stops mid-stream
+        # however fast or slowly it ingests.
+        _produce_slowly(topic, 0, MESSAGES // 2)
+        wait_until(lambda: make.count("SELECT count(*) FROM events") >= 300)
         first.send_signal(signal.SIGTERM)
-        _, err = first.communicate(timeout=30)
+        _, err = first.communicate(timeout=PATIENCE)
         assert first.returncode == 0, err.decode()[-2000:]
         stopped_at = make.count("SELECT count(*) FROM events")
-        assert stopped_at < MESSAGES  # stopped mid-stream
         # A warm stop commits what it stored: the restart re-reads nothing.
         assert sum(topic.committed(kafka["kafka_group_id"]).values()) == stopped_at
 
         second = worker_process(database_url, **env)
-        producing.get(timeout=60)
-        wait_until(lambda: topic.committed(kafka["kafka_group_id"]) == topic.ends(), timeout=60)
+        _produce_slowly(topic, MESSAGES // 2, MESSAGES)
+        wait_until(lambda: topic.committed(kafka["kafka_group_id"]) == topic.ends())
         _assert_every_message_ingested_once(make, topic, fan_out=2)
     finally:
         for process in (first, second):
             if process and process.poll() is None:
                 process.kill()
-                process.communicate(timeout=10)
+                process.communicate(timeout=PATIENCE)
 
 
 def test_two_workers_share_the_partitions_and_a_rebalance_loses_nothing(
@@ -71,14 +73,14 @@ def test_two_workers_share_the_partitions_and_a_rebalance_loses_nothing(
         clients = [worker.consumer.client for worker in (leaving, staying)]
         return all(clients) and sorted(len(c.assignment()) for c in clients) == [2, 2]
 
-    wait_until(shares, timeout=20)
-    producing = gevent.spawn(_produce_slowly, topic, MESSAGES)
+    wait_until(shares)
+    _produce_slowly(topic, 0, MESSAGES // 2)
     wait_until(lambda: min(leaving.consumer.progress.events,
-                           staying.consumer.progress.events) >= 100, timeout=30)
+                           staying.consumer.progress.events) >= 100)
     leaving.stop()  # mid-stream: its partitions move to the other worker
-    producing.get(timeout=60)
+    _produce_slowly(topic, MESSAGES // 2, MESSAGES)
 
-    wait_until(lambda: topic.committed(kafka["kafka_group_id"]) == topic.ends(), timeout=60)
-    assert len(staying.consumer.client.assignment()) == 4
+    wait_until(lambda: topic.committed(kafka["kafka_group_id"]) == topic.ends())
+    wait_until(lambda: len(staying.consumer.client.assignment()) == 4)
     _assert_every_message_ingested_once(make, topic, fan_out=1)
     assert leaving.consumer.progress.events + staying.consumer.progress.events == MESSAGES

@@ -17,25 +17,21 @@ from pathlib import Path
 
 import psycopg2
 
-from service import local_postgres
+from service.local import postgres as local_postgres
 
 CHILD_TIMEOUT = 120  # seconds the child may take before it is killed and the test fails
 
 
 def _start_query_stop(base: Path) -> tuple:
     assert not local_postgres._is_root()
-    server = local_postgres.LocalPostgres(base=base / "server")
-    try:
-        dsn = server.start()
-        conn = psycopg2.connect(dsn, connect_timeout=10)
+    with local_postgres.LocalPostgres(base=base / "server") as server:
+        conn = psycopg2.connect(server.dsn, connect_timeout=10)
         try:
             with conn.cursor() as cursor:
                 cursor.execute("SELECT current_user, current_setting('data_directory')")
                 row = cursor.fetchone()
         finally:
             conn.close()
-    finally:
-        server.stop()
     assert not server._running()
     assert not (server.data / "postmaster.pid").exists()
     return row

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from db import configs, tokens
-from service.logs import configure, scrub
+from service.runtime.logs import configure, scrub
 from tests.helpers import wait_until
 from tests.receivers import Reply
 
@@ -36,7 +36,7 @@ def test_attempt_lines_carry_correlation_fields_and_no_secrets(
                       secret="whsec_" + "QUJD" * 8)
     _, new_secret = configs.rotate_secret(make.pool, ok.id, grace_seconds=3600)
     _, token = tokens.create(make.pool, name="ops", role="operator")
-    tokens.role_of(make.pool, token)
+    tokens.authenticate(make.pool, token)
     _, delivery_ids = make.event(type="a", id="evt-log")
     by_config = {make.row(i)["config_id"]: i for i in delivery_ids}
     first, second = by_config[ok.id], by_config[bad.id]

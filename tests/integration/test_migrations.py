@@ -1,4 +1,5 @@
 import os
+import re
 import subprocess
 import sys
 
@@ -9,7 +10,9 @@ import pytest
 from db import migrate as migrate_module
 from db.errors import DatabaseUnavailable
 from db.migrate import Migration, migrate, migrations, pending
+from db.vocabulary import Status
 from tests.former_model import FORMER_SCHEMA
+from tests.helpers import PATIENCE
 
 TABLES = {
     "configs", "events", "deliveries", "delivery_attempts", "replay_requests",
@@ -76,7 +79,7 @@ def test_concurrent_cli_migrations_both_succeed(empty_database_url):
     command = [sys.executable, "-m", "service", "migrate"]
     runs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             for _ in range(3)]
-    results = [(*run.communicate(timeout=60), run.returncode) for run in runs]
+    results = [(*run.communicate(timeout=PATIENCE), run.returncode) for run in runs]
     assert [code for _, _, code in results] == [0, 0, 0], results
     applied = _query(empty_database_url, "SELECT count(*) FROM schema_migrations")[0][0]
     assert applied == len(migrations())
@@ -181,3 +184,64 @@ def test_a_migration_gives_up_on_a_table_that_stays_busy(empty_database_url, mon
     assert _query(empty_database_url, "SELECT max(version) FROM schema_migrations") != [(999,)]
     migrate(empty_database_url)  # once the reader is gone, it goes through
     assert _query(empty_database_url, "SELECT max(version) FROM schema_migrations") == [(999,)]
+
+
+def test_the_listing_indexes_replace_the_former_ones(database_url):
+    indexes = {row[0] for row in _query(
+        database_url, "SELECT indexname FROM pg_indexes WHERE tablename = 'deliveries'")}
+    assert {"deliveries_by_created", "deliveries_by_config_created",
+            "deliveries_by_status_created", "deliveries_by_event_type_created"} <= indexes
+    assert not {"deliveries_by_config", "deliveries_by_status", "deliveries_by_event_type",
+                "deliveries_created"} & indexes
+
+
+def test_deliveries_are_vacuumed_and_analysed_well_before_the_defaults(database_url):
+    options = dict(_query(database_url, "SELECT relname, reloptions FROM pg_class"
+                                        " WHERE relname IN ('deliveries', 'delivery_attempts')"))
+    assert "autovacuum_analyze_scale_factor=0.01" in options["deliveries"]
+    assert "autovacuum_vacuum_scale_factor=0.02" in options["deliveries"]
+    assert "autovacuum_vacuum_insert_scale_factor=0.05" in options["delivery_attempts"]
+
+
+def test_deliveries_stored_before_webhook_ids_get_keys_only_from_then_on(empty_database_url):
+    (webhook_ids,) = [m for m in migrations()
+                      if m.name == "webhook_ids_and_interrupted_attempts"]
+    for migration in migrations()[:webhook_ids.version - 1]:
+        _query(empty_database_url, migration.sql())
+    _query(empty_database_url,
+           "INSERT INTO configs (id, endpoint, secret, event_types) VALUES"
+           " ('c', 'http://x', 's', '{a}');"
+           " INSERT INTO events (id, type, payload, occurred_at, source) VALUES"
+           " ('old', 'a', '{}', now(), 'api'),"
+           " ('new', 'a', '{}', now(), 'api');"
+           " INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at)"
+           " VALUES ('old', 'c', 'a', now());"
+           " INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation,"
+           "  endpoint, outcome, duration_ms) SELECT id, 1, 0, 'http://x', 'timeout', 1"
+           "  FROM deliveries")
+    _query(empty_database_url, webhook_ids.sql())
+    _query(empty_database_url,
+           "INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at)"
+           " VALUES ('new', 'c', 'a', now());"
+           " INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation,"
+           "  endpoint, outcome, duration_ms) SELECT id, 2, 0, 'http://x', 'interrupted', 1"
+           "  FROM deliveries WHERE event_id = 'old'")
+    rows = dict(_query(empty_database_url, "SELECT event_id, webhook_id FROM deliveries"))
+    assert rows["old"] is None  # given its key when next claimed
+    assert re.fullmatch(r"msg_[0-9a-f]{44}", rows["new"])
+    assert _query(empty_database_url, "SELECT outcome FROM delivery_attempts ORDER BY id") == \
+        [("timeout",), ("interrupted",)]
+    with pytest.raises(psycopg2.errors.CheckViolation):
+        _query(empty_database_url,
+               "INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation,"
+               " endpoint, outcome, duration_ms) SELECT id, 3, 0, 'http://x', 'bogus', 1"
+               " FROM deliveries WHERE event_id = 'old'")
+
+
+def test_the_status_column_holds_exactly_the_status_type(database_url):
+    checks = [definition for (definition,) in _query(
+        database_url, "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+                      "WHERE conrelid = 'deliveries'::regclass AND contype = 'c'")
+        if "status = ANY" in definition]
+    assert len(checks) == 1
+    assert re.findall(r"'(\w+)'::text", checks[0]) == [status.value for status in Status]

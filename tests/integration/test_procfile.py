@@ -1,4 +1,4 @@
-"""The Procfile's processes, started by honcho against a real database, deliver an event."""
+"""The Procfile's processes, started by honcho as the docs say, deliver an event."""
 
 import os
 import shlex
@@ -7,11 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import requests
-
 from db import events
-from service.local_postgres import free_port
-from tests.helpers import wait_until
+from service.local.postgres import free_port
+from tests.helpers import PATIENCE, wait_for_http
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,21 +41,39 @@ def test_procfile_declares_release_web_and_worker():
     assert set(_procfile()) == {"release", "web", "worker"}
 
 
+def _documented_honcho_commands():
+    """Return the honcho commands of the README's Deployment section, in order."""
+    readme = (ROOT / "README.md").read_text()
+    (line,) = [line for line in readme.splitlines() if line.startswith("honcho run ")]
+    commands = [shlex.split(part) for part in line.split("&&")]
+    assert [command[:2] for command in commands] == [["honcho", "run"], ["honcho", "start"]]
+    return commands
+
+
+def test_the_docs_run_the_release_apart_then_start_web_and_worker():
+    release, start = _documented_honcho_commands()
+    assert release[2:] == shlex.split(_procfile()["release"])
+    assert start[2:] == ["web", "worker"]
+    operations = (ROOT / "docs" / "operations.md").read_text()
+    assert f"{shlex.join(release)}\n{shlex.join(start)}" in operations
+
+
 def test_honcho_runs_the_procfile_and_a_delivery_arrives(empty_database_url, receiver,
                                                           tmp_path):
     port = free_port()
     env = _environment(empty_database_url, port)
-    release = subprocess.run(shlex.split(_procfile()["release"]), env=env, cwd=ROOT,
-                             capture_output=True, text=True, timeout=60)
-    assert release.returncode == 0, release.stderr
+    honcho = [sys.executable, "-m", "honcho", "-f", str(ROOT / "Procfile")]
+    release, start = _documented_honcho_commands()
+    migrated = subprocess.run([*honcho, *release[1:]], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=PATIENCE)
+    assert migrated.returncode == 0, migrated.stderr
     honcho = subprocess.Popen(
-        [sys.executable, "-m", "honcho", "-f", str(ROOT / "Procfile"), "start", "web",
-         "worker"],
+        [*honcho, *start[1:]],
         env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     try:
-        wait_until(lambda: _up(f"http://127.0.0.1:{port}/readyz"), timeout=30)
+        wait_for_http(f"http://127.0.0.1:{port}/readyz", honcho)
         from db import configs
         from db.pool import ConnectionPool
         pool = ConnectionPool(empty_database_url, size=1)
@@ -65,16 +81,10 @@ def test_honcho_runs_the_procfile_and_a_delivery_arrives(empty_database_url, rec
         events.publish(pool, events.new_event("evt-procfile", "procfile.test", {"ok": True},
                                               max_payload=1000))
         pool.close()
-        (request,) = receiver.wait_for(1, timeout=30)
+        (request,) = receiver.wait_for(1)
         assert b"evt-procfile" in request.body
     finally:
         os.killpg(honcho.pid, signal.SIGTERM)
-        output, _ = honcho.communicate(timeout=60)
+        output, _ = honcho.communicate(timeout=PATIENCE)
     assert b"Traceback" not in output, output.decode()[-3000:]
 
-
-def _up(url):
-    try:
-        return requests.get(url, timeout=1).status_code == 200
-    except requests.ConnectionError:
-        return False

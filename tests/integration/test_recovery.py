@@ -1,16 +1,18 @@
-"""Stale claims, fencing and shutdown hand-back (SPEC §5)."""
+"""Stale claims, fencing and shutdown hand-back."""
 
 import itertools
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import gevent
 import gevent.event
 
 from db import deliveries
 from db.deliveries import AttemptResult
-from service.recovery import recover_stale_claims
-from service.telemetry import Telemetry
-from tests.helpers import wait_until
+from service.dispatch.recovery import recover_stale_claims
+from service.runtime.telemetry import Telemetry
+from tests.api.conftest import metric_value
+from tests.helpers import PATIENCE, wait_until
 from tests.receivers import Reply
 
 
@@ -80,7 +82,7 @@ def test_a_late_result_from_a_lost_claim_is_kept_but_changes_nothing(make):
 
 
 def test_recording_a_result_again_after_an_unanswered_commit_adds_no_attempt(make):
-    # Found by the chaos run (bench/chaos): PostgreSQL died after committing a record but
+    # Found by the chaos run (tests/reliability): PostgreSQL died after committing a record but
     # before answering; the dispatcher recorded the batch again, and each POST got a second
     # attempt row. One claim makes one request: its result is stored once.
     make.config()
@@ -105,7 +107,7 @@ def test_terminal_deliveries_are_never_overwritten(make):
     _, (delivery_id,) = make.event()
     (claimed,) = deliveries.claim_due(make.pool, owner="w", limit=1)
     make.set(delivery_id, status="succeeded", claim_token=None, claimed_at=None)
-    assert deliveries.release(make.pool, [(delivery_id, claimed.token)]) == []
+    assert deliveries.release(make.pool, [(delivery_id, claimed.token)]).moved == []
     assert make.row(delivery_id)["status"] == "succeeded"
 
 
@@ -113,16 +115,32 @@ def test_release_hands_claims_back_due_now(make):
     make.config()
     _, (delivery_id,) = make.event()
     (claimed,) = deliveries.claim_due(make.pool, owner="w", limit=1)
-    assert [m.status for m in deliveries.release(make.pool, [(delivery_id, claimed.token)])] \
-        == ["pending"]
-    assert deliveries.release(make.pool, [(delivery_id, uuid.uuid4())]) == []
+    handed = deliveries.release(make.pool, [(delivery_id, claimed.token)])
+    assert [m.status for m in handed.moved] == ["pending"]
+    assert deliveries.release(make.pool, [(delivery_id, uuid.uuid4())]).moved == []
     (again,) = deliveries.claim_due(make.pool, owner="w2", limit=1)
     assert again.id == delivery_id and again.attempt_count == 0
 
 
+def test_handed_back_deliveries_keep_their_place_in_the_due_order(make):
+    make.config()
+    ids = [make.event()[1][0] for _ in range(3)]
+    for n, delivery_id in enumerate(ids):  # due one after the other, an hour ago
+        make.set(delivery_id, next_attempt_at=datetime.now(UTC) - timedelta(hours=1, minutes=-n))
+    first, second = deliveries.claim_due(make.pool, owner="w", limit=2)
+    assert [first.id, second.id] == ids[:2]
+    deliveries.release(make.pool, [(first.id, first.token)])
+    make.set(second.id, claimed_at=second.claimed_at - timedelta(hours=1))
+    deliveries.recover_stale(make.pool, timeout=60, limit=10)
+    # Both back before the third, which was due after them; none due later than before.
+    assert [d.id for d in deliveries.claim_due(make.pool, owner="w2", limit=3)] == ids
+    assert "went stale" in make.row(second.id)["last_error"]
+    assert make.row(first.id)["last_error"] is None
+
+
 def test_a_late_result_leaves_the_same_workers_new_claim_of_the_delivery_alone(
         make, receiver_factory, start_worker):
-    # Found by the chaos run (bench/chaos): a database outage held a result back until the
+    # Found by the chaos run (tests/reliability): a database outage held a result back until the
     # claim went stale and the same worker claimed the delivery again; recording the late
     # result dropped the new claim's bookkeeping, and its answer was thrown away unrecorded.
     arrived = [gevent.event.Event(), gevent.event.Event()]
@@ -134,16 +152,16 @@ def test_a_late_result_leaves_the_same_workers_new_claim_of_the_delivery_alone(
         if n >= 2:
             return Reply(200)
         arrived[n].set()
-        release[n].wait(30)
+        release[n].wait(PATIENCE)
         return Reply(500 if n == 0 else 200)
 
     receiver = receiver_factory(respond)
     make.config(endpoint=receiver.url)
     _, (delivery_id,) = make.event()
-    start_worker()
-    assert arrived[0].wait(10)
-    assert deliveries.recover_stale(make.pool, timeout=0, limit=10)  # stale while in flight
-    assert arrived[1].wait(10)  # claimed again by the same worker
+    worker = start_worker()
+    assert arrived[0].wait(PATIENCE)
+    assert deliveries.recover_stale(make.pool, timeout=0, limit=10).moved  # stale in flight
+    assert arrived[1].wait(PATIENCE)  # claimed again by the same worker
     release[0].set()
     wait_until(lambda: len(make.attempts(delivery_id)) == 1)  # the late 500, fenced
     assert make.row(delivery_id)["status"] == "delivering"
@@ -152,5 +170,58 @@ def test_a_late_result_leaves_the_same_workers_new_claim_of_the_delivery_alone(
     assert row["attempt_count"] == 1
     assert [(a["attempt_number"], a["status_code"]) for a in make.attempts(delivery_id)] \
         == [(1, 500), (1, 200)]
-    gevent.sleep(0.3)
+    worker.stop()  # whatever else it sent has been answered by now
     assert len(receiver.requests) == 2
+
+
+def test_attempts_cut_short_by_a_stop_are_recorded_as_interrupted(make, receiver_factory,
+                                                                   start_worker):
+    arrived = gevent.event.Event()
+
+    def respond(request):
+        if request.headers["webhook-attempt"] == "1":
+            arrived.set()
+            gevent.sleep(PATIENCE)  # past the stop's grace, however slow the machine
+        return Reply(200)
+
+    receiver = receiver_factory(respond)
+    make.config(endpoint=receiver.url)
+    _, (delivery_id,) = make.event()
+    worker = start_worker()
+    assert arrived.wait(PATIENCE)
+    worker.dispatcher.stop(4.0)  # the rest of the worker (its metrics) still runs
+
+    row = make.row(delivery_id)
+    assert (row["status"], row["claim_token"], row["attempt_count"]) == ("pending", None, 1)
+    assert "interrupted" in row["last_error"]
+    (attempt,) = make.attempts(delivery_id)
+    assert (attempt["outcome"], attempt["status_code"], attempt["attempt_number"]) \
+        == ("interrupted", 0, 1)
+    assert "the worker stopped before the endpoint answered" in attempt["error"]
+    assert metric_value(worker.telemetry, "webhooks_delivery_attempts_total",
+                        outcome="interrupted", status_class="none") == 1
+
+    start_worker()  # due again at once; the next attempt is number 2
+    wait_until(lambda: make.row(delivery_id)["status"] == "succeeded")
+    assert [a["outcome"] for a in make.attempts(delivery_id)] == ["interrupted", "success"]
+    assert receiver.requests[-1].headers["webhook-attempt"] == "2"
+
+
+def test_claims_never_sent_are_handed_back_without_an_attempt(make, receiver_factory,
+                                                             start_worker):
+    arrived = gevent.event.Event()
+
+    def respond(request):
+        arrived.set()
+        gevent.sleep(PATIENCE)  # past the stop's grace, however slow the machine
+        return Reply(200)
+
+    make.config(endpoint=receiver_factory(respond).url)
+    ids = [make.event()[1][0] for _ in range(5)]
+    worker = start_worker(dispatch_concurrency=1)
+    assert arrived.wait(PATIENCE)
+    worker.dispatcher.stop(4.0)
+    rows = [make.row(id) for id in ids]
+    assert all(r["status"] == "pending" and r["claim_token"] is None for r in rows)
+    assert sorted(r["attempt_count"] for r in rows) == [0, 0, 0, 0, 1]
+    assert make.count("SELECT count(*) FROM delivery_attempts") == 1

@@ -3,8 +3,8 @@
 import pytest
 
 from db import retention
-from service.retention import apply_retention
-from service.telemetry import Telemetry
+from service.runtime.retention import apply_retention
+from service.runtime.telemetry import Telemetry
 from tests.helpers import wait_until
 
 DAY = 86400

@@ -1,4 +1,4 @@
-"""Rotated-out secrets: each signs until its own grace ends, at most the newest few (SPEC §6)."""
+"""Rotated-out secrets: each signs until its own grace ends, at most the newest few."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from db import configs, deliveries
 from db.configs import MAX_PREVIOUS_SECRETS
 from db.errors import NotFound
-from service import outgoing
+from service.dispatch import outgoing
 
 HOUR = 3600.0
 

@@ -6,9 +6,10 @@ import ssl
 import gevent.server
 import pytest
 
-from bench.chaos.hostile import read_request, self_signed
-from service import sender as sender_module
-from service.sender import SUCCESS, Sender
+from service.dispatch import sender as sender_module
+from service.dispatch.sender import SUCCESS, Sender
+from tests.catalogues.hostile_endpoints import read_request, self_signed
+from tests.helpers import PATIENCE
 
 
 @pytest.fixture
@@ -58,8 +59,8 @@ def test_new_https_connections_share_the_verifying_context(monkeypatch, certific
     url, connections = tls_endpoint
     monkeypatch.setattr(sender_module, "verifying_context", _trusting(cert))
     if not allow_private:  # the guard refuses 127.0.0.1; let this one address through
-        monkeypatch.setattr(sender_module, "forbidden_reason", lambda address: None)
-    sender = Sender(timeout=5, concurrency=2, allow_private=allow_private)
+        monkeypatch.setattr(sender_module, "refusal", lambda host, addresses: None)
+    sender = Sender(timeout=PATIENCE, concurrency=2, allow_private=allow_private)
     try:
         responses = [sender.post(url, b"{}", {"content-type": "application/json"})
                      for _ in range(3)]
@@ -77,7 +78,7 @@ def test_new_https_connections_share_the_verifying_context(monkeypatch, certific
 
 def test_an_untrusted_certificate_is_still_refused(certificate, tls_endpoint):
     url, _ = tls_endpoint
-    sender = Sender(timeout=5, concurrency=2, allow_private=True)
+    sender = Sender(timeout=PATIENCE, concurrency=2, allow_private=True)
     try:
         response = sender.post(url, b"{}", {})
     finally:
@@ -90,7 +91,7 @@ def test_a_trusted_certificate_for_another_host_is_refused(monkeypatch, tmp_path
     """The endpoint's certificate is trusted but names example.com, not 127.0.0.1."""
     key, cert = self_signed(tmp_path, "example.com", "DNS:example.com")
     monkeypatch.setattr(sender_module, "verifying_context", _trusting(cert))
-    sender = Sender(timeout=5, concurrency=2, allow_private=True)
+    sender = Sender(timeout=PATIENCE, concurrency=2, allow_private=True)
     try:
         with _serve(key, cert) as (url, _):
             response = sender.post(url, b"{}", {})

@@ -5,8 +5,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.backoff import JITTERS, STRATEGIES, NextStep, RetryPolicy, compute_backoff, next_step
-from service.settings import Settings
+from service.policy.backoff import (
+    JITTERS,
+    STRATEGIES,
+    NextStep,
+    RetryPolicy,
+    compute_backoff,
+    next_step,
+)
+from service.runtime.settings import Settings
 
 MIN = 60.0
 
@@ -137,7 +144,7 @@ def test_constant_retry_after_paces_the_generation():
 
 
 def test_decorrelated_jitter_grows_from_the_backoff_carried_forward():
-    """retry-policy.txt: Delay = random(initial, min(max, previousDelay * 3)), chained."""
+    """Decorrelated jitter: Delay = random(initial, min(max, previousDelay * 3)), chained."""
     policy = RetryPolicy(jitter="decorrelated")
     rng = random.Random(3)
     previous, chain = None, []

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench.chaos.attacks import HOSTILE_ATTEMPTS, judge_hostile, judge_ssrf
-from bench.chaos.hostile import KINDS
-from bench.chaos.report import report
-from bench.chaos.run import Options
-from bench.chaos.secrets import judge_secrets, leaked
+from tests.catalogues.hostile_endpoints import KINDS
+from tests.reliability.attacks import HOSTILE_ATTEMPTS, judge_hostile, judge_ssrf
+from tests.reliability.report import report
+from tests.reliability.run import Options
+from tests.reliability.secrets import judge_secrets, leaked
 
 OPTIONS = Options(per_kind=2, ssrf_rounds=2, concurrency=10)
 FACTS = {"stuck": 0, "workers_survived": True, "workers_exited_by_themselves": 0,

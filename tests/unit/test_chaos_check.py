@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from bench.chaos.check import CLAIMS_PER_SLOT, Rules, check
-from bench.chaos.evidence import Attempt, Delivery, Evidence, Kill
-from bench.chaos.faults import KINDS, OK, RECORDED, choose, first_success
-from bench.chaos.report import report
+from tests.reliability.check import CLAIMS_PER_SLOT, Rules, check
+from tests.reliability.evidence import Attempt, Delivery, Evidence, Kill
+from tests.reliability.faults import KINDS, OK, RECORDED, choose, first_success
+from tests.reliability.report import report
 
 RULES = Rules(seed=7, fail_rate=0.3, max_attempts=3, http_timeout=1.0, concurrency=10)
 BUDGET = "retry budget exhausted: 3 attempts (WEBHOOKS_MAX_ATTEMPTS)"
@@ -92,6 +92,16 @@ def test_a_faithful_history_passes_and_ends_as_the_schedule_says():
     assert counts["lost"] == counts["stuck"] == counts["duplicate_posts"] == 0
     assert "kills" in counts and counts["kills"] == 0
     assert "verdict     OK" in report("crash", verdict)
+
+
+def test_every_status_is_counted_even_when_no_delivery_ends_in_it():
+    evidence = simulate(events=3)
+    evidence.deliveries = [d for d in evidence.deliveries if d.status == "succeeded"]
+    evidence.published = {d.event_id: "t" for d in evidence.deliveries}
+    evidence.events = set(evidence.published)
+    counts = check(evidence, RULES).counts
+    assert counts["failed"] == counts["cancelled"] == counts["pending"] == 0
+    assert counts["succeeded"] == len(evidence.deliveries) > 0
 
 
 def test_a_missing_delivery_is_lost():

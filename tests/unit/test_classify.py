@@ -4,7 +4,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.classify import FAIL, RETRY, SUCCEEDED, classify, parse_retry_after, status_class
+from service.policy.classify import (
+    DEFAULT_RETRYABLE,
+    FAIL,
+    RETRY,
+    SUCCEEDED,
+    classify,
+    parse_retry_after,
+    parse_status_codes,
+    status_class,
+)
 
 NOW = datetime(1994, 11, 6, 8, 47, 37, tzinfo=UTC)  # two minutes before the RFC examples
 
@@ -31,6 +40,48 @@ def test_every_status_code(code):
 )
 def test_landmark_codes(code, outcome):
     assert classify(code) == outcome
+
+
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [("408,429,5xx", {408, 429, *range(500, 600)}), ("", set()), (" , ", set()),
+     ("503", {503}), ("5XX", set(range(500, 600))), (" 429 , 503 ", {429, 503}),
+     ("4xx", set(range(400, 500))), ("1xx,3xx", {*range(100, 200), *range(300, 400)}),
+     ("599,100", {599, 100}), ("503,503,5xx", set(range(500, 600)))],
+)
+def test_parse_status_codes(text, codes):
+    assert parse_status_codes(text) == frozenset(codes)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("200", "success"), ("2xx", "success"), ("204", "success"), ("600", "not a status code"),
+     ("99", "not a status code"), ("6xx", "not a status code"), ("0", "not a status code"),
+     ("abc", "not a status code"), ("5x", "not a status code"), ("503;504", "not a status"),
+     ("500-599", "not a status code"), ("0503", "not a status code"), ("-1", "not a status"),
+     ("\uff15\uff10\uff13", "not a status code"), ("408,,2xx", "success")],
+)
+def test_parse_status_codes_refuses_what_it_cannot_mean(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_status_codes(text)
+
+
+def test_default_retryable_codes_are_408_429_and_5xx():
+    assert frozenset({408, 429, *range(500, 600)}) == DEFAULT_RETRYABLE
+
+
+@pytest.mark.parametrize("code", range(1000))
+def test_every_status_code_with_a_chosen_list(code):
+    retryable = parse_status_codes("409,4xx,503")
+    expected = (SUCCEEDED if 200 <= code <= 299 else
+                RETRY if code == 0 or 400 <= code <= 499 or code == 503 else FAIL)
+    assert classify(code, retryable) == expected
+
+
+@pytest.mark.parametrize("code", [408, 429, 500, 503])
+def test_an_empty_list_retries_network_errors_only(code):
+    assert classify(code, frozenset()) == FAIL
+    assert classify(0, frozenset()) == RETRY
 
 
 def test_outcomes_are_the_state_names():

@@ -1,6 +1,8 @@
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from service.durations import format_duration, parse_duration, parse_size
+from service.policy.durations import format_duration, parse_duration, parse_size
 
 
 @pytest.mark.parametrize(
@@ -33,12 +35,34 @@ def test_parse_duration_rejects_garbage(text):
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(0, "0s"), (0.25, "250ms"), (3, "3s"), (60, "1m"), (90, "90s"), (36000, "10h"),
-     (2592000, "30d"), (5400, "90m")],
+    [(0, "0s"), (0.25, "250ms"), (0.001, "1ms"), (1.5, "1.5s"), (3, "3s"), (60, "1m"),
+     (90, "1m30s"), (36000, "10h"), (2592000, "30d"), (5400, "1h30m"), (5430, "1h30m30s"),
+     (32580, "9h3m"), (93600, "1d2h"), (90061, "1d1h1m1s"), (36000.0, "10h")],
 )
 def test_format_duration_round_trips(seconds, text):
     assert format_duration(seconds) == text
     assert parse_duration(text) == seconds
+
+
+@given(st.floats(min_value=0, max_value=10**9, allow_nan=False, allow_infinity=False)
+       | st.integers(min_value=0, max_value=999).map(lambda n: n / 1000))
+def test_every_duration_reads_back_exactly(seconds):
+    assert parse_duration(format_duration(seconds)) == seconds
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (0.4, "0s"), (45.2, "45s"), (59.6, "1m"), (3725, "1h2m"), (93784, "1d2h"),
+     (86400, "1d"), (3600.4, "1h")],
+)
+def test_two_parts_spell_a_duration_approximately(seconds, text):
+    assert format_duration(seconds, parts=2) == text
+
+
+@pytest.mark.parametrize("seconds", [-1, float("inf"), float("nan")])
+def test_format_duration_refuses_what_is_no_duration(seconds):
+    with pytest.raises(ValueError):
+        format_duration(seconds)
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,15 @@
 import json
 import random
+import re
 from collections import Counter
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
-from bench.chaos.poison import MAX_PAYLOAD, REASONS, poison
-from service.envelope import Poison, derived_id, parse
+import service
+from service.ingest.envelope import POISON_KINDS, Poison, derived_id, parse
+from tests.catalogues.poison_messages import MAX_PAYLOAD, REASONS, poison
 
 LIMIT = 1024
 
@@ -263,3 +266,40 @@ def test_every_generated_poison_message_is_refused_and_every_reason_occurs():
     rng = random.Random(7)
     kinds = Counter(refused(poison(rng), limit=MAX_PAYLOAD, offset=n).kind for n in range(2000))
     assert set(kinds) == REASONS
+
+
+def test_every_poison_kind_raised_is_a_label_of_the_rejection_counter():
+    source = "".join(path.read_text() for path in Path(service.__file__).parent.rglob("*.py"))
+    raised = set(re.findall(r'Poison\("([a-z0-9_]+)"', source))
+    assert raised == set(POISON_KINDS)
+
+
+# -- key and headers ------------------------------------------------------------------------
+
+TRACE = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def _with(key=None, headers=None, value=None):
+    value = json.dumps(value or {"type": "t"}).encode()
+    return parse(value, topic="orders", partition=2, offset=7, max_payload=LIMIT, key=key,
+                 headers=headers)
+
+
+def test_the_key_is_recorded_as_sent_and_never_required():
+    assert _with(key=b"\x00customer-42\xff").key == b"\x00customer-42\xff"
+    assert _with(key=None).key is None
+    assert _with(key=b"k").id == derived_id("orders", 2, 7)  # the key is no id
+
+
+def test_trace_context_headers_are_kept_with_the_event():
+    event = _with(headers=[("traceparent", TRACE.encode()), ("tracestate", b"a=b")])
+    assert (event.trace_parent, event.trace_state) == (TRACE, "a=b")
+
+
+@pytest.mark.parametrize("headers", [
+    None, [], [("other", b"\xff\x00")], [("empty", None)], [("", b"")],
+    [("traceparent", b"garbage")], [("traceparent", b"\xff")],
+])
+def test_other_headers_and_bad_trace_context_are_ignored(headers):
+    event = _with(headers=headers, value={"type": "t", "id": "e1"})
+    assert (event.id, event.trace_parent, event.trace_state) == ("e1", None, None)

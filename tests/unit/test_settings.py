@@ -3,7 +3,8 @@ import dataclasses
 
 import pytest
 
-from service.settings import Settings, SettingsError, add_arguments, flag_name, flags_from
+from service.runtime.command_settings import add_arguments, flags_from
+from service.runtime.settings import Settings, SettingsError, flag_name
 
 
 def test_defaults_match_the_spec():
@@ -72,6 +73,10 @@ def test_dev_allows_private_endpoints_unless_told_otherwise():
         ({"WEBHOOKS_CLAIM_TIMEOUT": "10s"}, "WEBHOOKS_CLAIM_TIMEOUT"),
         ({"WEBHOOKS_RETRY_PERIOD": "0"}, "WEBHOOKS_RETRY_PERIOD"),
         ({"WEBHOOKS_LOG_LEVEL": "loud"}, "WEBHOOKS_LOG_LEVEL"),
+        ({"WEBHOOKS_RETRYABLE_STATUS_CODES": "2xx"}, "WEBHOOKS_RETRYABLE_STATUS_CODES: '2xx'"),
+        ({"WEBHOOKS_RETRYABLE_STATUS_CODES": "5xx,700"}, "WEBHOOKS_RETRYABLE_STATUS_CODES"),
+        ({"WEBHOOKS_STARTUP_TIMEOUT": "soon"}, "WEBHOOKS_STARTUP_TIMEOUT"),
+        ({"WEBHOOKS_QUEUE_METRICS_PERIOD": "0"}, "WEBHOOKS_QUEUE_METRICS_PERIOD"),
     ],
 )
 def test_bad_values_name_the_setting(env, message):
@@ -151,3 +156,24 @@ def test_kafka_consumer_settings():
 def test_bad_kafka_values_name_the_setting(env, message):
     with pytest.raises(SettingsError, match=message):
         Settings.load(env)
+
+
+def test_retryable_status_codes_default_to_408_429_and_5xx():
+    assert Settings.load({}).retryable_status_codes == frozenset({408, 429, *range(500, 600)})
+
+
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [("409, 503", {409, 503}), ("4xx", set(range(400, 500))), ("", set())],
+)
+def test_retryable_status_codes_are_read_from_the_environment_and_flags(text, codes):
+    env = {"WEBHOOKS_RETRYABLE_STATUS_CODES": text}
+    assert Settings.load(env).retryable_status_codes == frozenset(codes)
+    flags = {"retryable_status_codes": text}
+    assert Settings.load({}, flags).retryable_status_codes == frozenset(codes)
+
+
+def test_startup_timeout_bounds_the_wait_for_the_database():
+    assert Settings.load({}).startup_timeout == 60
+    assert Settings.load({"WEBHOOKS_STARTUP_TIMEOUT": "0"}).startup_timeout == 0
+    assert Settings.load({"WEBHOOKS_STARTUP_TIMEOUT": "5m"}).startup_timeout == 300

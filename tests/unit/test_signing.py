@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from service.signing import (
+from service.policy.signing import (
     SECRET_PREFIX,
     VerificationError,
     headers,

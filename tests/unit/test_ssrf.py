@@ -1,10 +1,11 @@
 import ipaddress
+import socket
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.ssrf import forbidden_reason, host_literal
+from service.policy.ssrf import endpoint_refusal, forbidden_reason, host_literal
 
 FORBIDDEN = [
     ("127.0.0.1", "loopback"),
@@ -203,3 +204,60 @@ def test_embedded_ipv4_follows_the_ipv4_verdict(ip):
     assert nat64 == (None if reason is None else f"NAT64 {reason}")
     sixtofour = forbidden_reason(str(ipaddress.IPv6Address((0x2002 << 112) | int(ip) << 80 | 1)))
     assert sixtofour == (None if reason is None else f"6to4 {reason}")
+
+
+def _resolver(*addresses):
+    def resolve(host, port, type=None):
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))
+                for address in addresses]
+    return resolve
+
+
+def _unresolvable(host, port, type=None):
+    raise socket.gaierror(-2, "Name or service not known")
+
+
+@pytest.mark.parametrize(
+    ("url", "resolve", "reason"),
+    [
+        ("http://127.0.0.1/x", _unresolvable, "127.0.0.1 resolves to 127.0.0.1 (loopback)"),
+        ("http://[::1]:8080/x", _unresolvable, "::1 resolves to ::1 (loopback)"),
+        ("http://2130706433/x", _unresolvable, "2130706433 resolves to 127.0.0.1 (loopback)"),
+        ("http://hooks.test/x", _resolver("93.184.216.34", "10.0.0.7"),
+         "hooks.test resolves to 10.0.0.7 (private)"),
+        ("https://meta.test/x", _resolver("169.254.169.254"),
+         "meta.test resolves to 169.254.169.254 (cloud metadata)"),
+    ],
+)
+def test_endpoint_refusal_names_the_address_and_the_reason(url, resolve, reason):
+    refused = endpoint_refusal(url, resolve=resolve)
+    assert refused.startswith(reason)
+    assert refused.endswith("WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS=true to allow private endpoints")
+
+
+@pytest.mark.parametrize(
+    ("url", "resolve"),
+    [
+        ("http://hooks.test/x", _resolver("93.184.216.34")),
+        ("http://hooks.test/x", _unresolvable),  # left to the guard at send time
+        ("http://93.184.216.34:8443/x", _unresolvable),
+        ("not a url", _unresolvable),
+        ("http://[::1/x", _unresolvable),  # malformed: left to the URL check
+        ("http:///x", _unresolvable),
+    ],
+)
+def test_endpoint_refusal_lets_public_unknown_and_malformed_urls_pass(url, resolve):
+    assert endpoint_refusal(url, resolve=resolve) is None
+
+
+def test_endpoint_refusal_resolves_the_port_the_scheme_implies():
+    asked = []
+
+    def resolve(host, port, type=None):
+        asked.append((host, port))
+        return _resolver("93.184.216.34")(host, port)
+
+    endpoint_refusal("https://a.test/x", resolve=resolve)
+    endpoint_refusal("http://b.test/x", resolve=resolve)
+    endpoint_refusal("http://c.test:81/x", resolve=resolve)
+    assert asked == [("a.test", 443), ("b.test", 80), ("c.test", 81)]

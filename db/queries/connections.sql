@@ -1,0 +1,3 @@
+-- ping --
+-- Answer at once: the database is there and the connection works
+SELECT 1

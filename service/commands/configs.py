@@ -1,0 +1,77 @@
+"""`webhooks configs list|pause|resume`: the subscribers, their health and recent success rate."""
+
+from __future__ import annotations
+
+import argparse
+
+from db import health
+from service.commands.oncall import LocalApi, add_output_flag, print_json, print_table, run_command
+from service.commands.registry import EXIT_OK, command
+from service.runtime.command_settings import COMMAND_SETTINGS, add_arguments
+from service.runtime.settings import Settings
+
+LIST = """query ($active: Boolean, $health: HealthState) {
+  configs(active: $active, health: $health, first: 1000) {
+    edges { node { id name endpoint eventTypes active createdAt
+                   health { state consecutiveFailures lastFailure pausedAt reason } } }
+  }
+  attemptHistory(hours: 24, bucketMinutes: 60) {
+    configs { configId attempts successRate }
+  }
+}"""
+CHANGES = {
+    "pause": """mutation ($id: ID!, $reason: String) {
+  change: pauseConfig(id: $id, reason: $reason) { changed message config { id health { state } } }
+}""",
+    "resume": """mutation ($id: ID!, $reason: String) {
+  change: resumeConfig(id: $id, reason: $reason) { changed message config { id health { state } } }
+}""",
+}
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="list configs with their health and success rate")
+    listing.add_argument("--active", choices=("yes", "no"), help="only active or inactive ones")
+    listing.add_argument("--health", choices=health.STATES, help="only those in this state")
+    pause = actions.add_parser("pause", help="pause a config: nothing is attempted, nothing "
+                                             "cancelled, until it is resumed")
+    resume = actions.add_parser("resume", help="resume a paused config")
+    for action in (pause, resume):
+        action.add_argument("id")
+        action.add_argument("--reason", help="why, kept with the config's health")
+    for action in (listing, pause, resume):
+        add_output_flag(action)
+        add_arguments(action, COMMAND_SETTINGS["configs"])
+
+
+@command("configs", "list, pause or resume configs (same rules as the API)", _arguments)
+def run_configs(args: argparse.Namespace, settings: Settings) -> int:
+    body = _list if args.action == "list" else _change
+    return run_command("configs", settings, lambda api: body(api, args))
+
+
+def _list(api: LocalApi, args: argparse.Namespace) -> int:
+    active = None if args.active is None else args.active == "yes"
+    health = args.health.upper() if args.health else None
+    data = api.run(LIST, {"active": active, "health": health})
+    configs = [edge["node"] for edge in data["configs"]["edges"]]
+    if args.json:
+        print_json(configs)
+        return EXIT_OK
+    rates = {c["configId"]: c for c in data["attemptHistory"]["configs"]}
+    print_table(["ID", "NAME", "STATE", "HEALTH", "ATTEMPTS 24H", "SUCCESS", "LAST FAILURE"],
+                [[c["id"], c["name"], "active" if c["active"] else "inactive",
+                  c["health"]["state"].lower(), rates.get(c["id"], {}).get("attempts", 0),
+                  f"{rates[c['id']]['successRate']:.1%}" if c["id"] in rates else None,
+                  c["health"]["lastFailure"]] for c in configs])
+    return EXIT_OK
+
+
+def _change(api: LocalApi, args: argparse.Namespace) -> int:
+    change = api.run(CHANGES[args.action], {"id": args.id, "reason": args.reason})["change"]
+    if args.json:
+        print_json(change)
+    else:
+        print(change["message"])
+    return EXIT_OK

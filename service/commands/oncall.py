@@ -1,0 +1,182 @@
+"""What the on-call commands share: the API run in-process, filters as flags, output, exits.
+
+The commands go through the GraphQL schema itself (with an operator's rights, on the
+database of DATABASE_URL), so they apply exactly the API's rules, checks and errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from db.pool import ConnectionPool
+from db.vocabulary import Status
+from graphql_schema.context import Context
+from graphql_schema.errors import BAD_USER_INPUT, UNAVAILABLE, code_of
+from graphql_schema.schema import schema
+from service.commands.registry import EXIT_DATABASE, EXIT_FAILED, EXIT_USAGE
+from service.policy.durations import format_duration, parse_duration
+from service.runtime.logs import audit_lines, cli_actor
+from service.runtime.settings import Settings
+from service.runtime.telemetry import Telemetry
+
+
+class ApiFailure(Exception):
+    """An operation the API refused; `code` is its error code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+    @property
+    def exit_code(self) -> int:
+        """Return the exit code for this failure: 2 bad input, 3 database down, else 1."""
+        return {BAD_USER_INPUT: EXIT_USAGE, UNAVAILABLE: EXIT_DATABASE}.get(self.code,
+                                                                              EXIT_FAILED)
+
+
+class LocalApi:
+    """Run GraphQL operations in this process, as an operator token would over HTTP."""
+
+    def __init__(self, settings: Settings, pool: ConnectionPool) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.telemetry = Telemetry(otlp_endpoint=settings.otlp_endpoint, role="cli")
+
+    def run(self, query: str, variables: dict | None = None, *,
+            idempotency_key: str | None = None) -> dict[str, Any]:
+        """Return the data of an operation, or raise ApiFailure with the API's code."""
+        context = Context(pool=self.pool, telemetry=self.telemetry,
+                          max_payload=self.settings.max_payload,
+                          secret_rotation_grace=self.settings.secret_rotation_grace,
+                          role="operator", token_name=cli_actor(),
+                          idempotency_key=idempotency_key)
+        result = schema.execute_sync(query, variable_values=variables or {},
+                                     context_value=context)
+        if result.errors:
+            error = result.errors[0]
+            raise ApiFailure(code_of(error), "; ".join(e.message for e in result.errors))
+        return result.data
+
+
+@contextmanager
+def local_api(settings: Settings, name: str) -> Iterator[LocalApi]:
+    """Yield a LocalApi on the configured database; close its connections afterwards."""
+    pool = ConnectionPool(settings.require_database_url(), size=2,
+                          application_name=f"webhooks-{name}")
+    try:
+        yield LocalApi(settings, pool)
+    finally:
+        pool.close()
+
+
+def run_command(name: str, settings: Settings,
+                body: Callable[[LocalApi], int]) -> int:
+    """Run `body` with a LocalApi; report an API refusal on stderr and return its exit code."""
+    try:
+        with audit_lines(), local_api(settings, name) as api:
+            return body(api)
+    except ApiFailure as failure:
+        print(f"webhooks {name}: {failure} ({failure.code})", file=sys.stderr)
+        return failure.exit_code
+
+
+def add_output_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true",
+                        help="print the API's JSON answer instead of text, for scripts")
+
+
+def add_filter_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the flags of a delivery filter (the API's DeliveryFilter) to `parser`."""
+    group = parser.add_argument_group("filter (every given flag must match)")
+    group.add_argument("--status", action="append", choices=[status.value for status in Status],
+                       help="a status; repeat for several")
+    group.add_argument("--config", action="append", metavar="ID",
+                       help="a config id; repeat for several")
+    group.add_argument("--event-type", action="append", metavar="TYPE",
+                       help="an event type; repeat for several")
+    group.add_argument("--event-id", metavar="ID")
+    group.add_argument("--status-code", action="append", type=int, metavar="CODE",
+                       help="the last response's status code (0: no response); repeatable")
+    group.add_argument("--since", metavar="DURATION",
+                       help="created within this long before now, e.g. 30m, 24h, 7d")
+    group.add_argument("--created-after", metavar="RFC3339", help="created at or after")
+    group.add_argument("--created-before", metavar="RFC3339", help="created before")
+
+
+def filter_of(args: argparse.Namespace) -> dict[str, Any]:
+    """Return the API filter the flags describe; raise ApiFailure on a malformed time."""
+    after = args.created_after
+    if args.since:
+        if after:
+            raise ApiFailure(BAD_USER_INPUT, "give --since or --created-after, not both")
+        try:
+            after = (datetime.now(UTC) - timedelta(seconds=parse_duration(args.since)))
+        except ValueError as error:
+            raise ApiFailure(BAD_USER_INPUT, f"--since: {error}") from None
+        after = after.isoformat()
+    given = {
+        "status": [Status(status).name for status in args.status or ()],
+        "configIds": args.config, "eventTypes": args.event_type, "eventId": args.event_id,
+        "lastStatusCodes": args.status_code, "createdAfter": after,
+        "createdBefore": args.created_before,
+    }
+    return {key: value for key, value in given.items() if value}
+
+
+def print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, sort_keys=False))
+
+
+def print_table(headers: list[str], rows: list[list[Any]]) -> None:
+    """Print rows as aligned text columns under their headers."""
+    texts = [[("-" if cell is None else str(cell)) for cell in row] for row in rows]
+    widths = [max([len(h), *(len(row[i]) for row in texts)]) for i, h in enumerate(headers)]
+    for row in [headers, *texts]:
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        print("  ".join(cells).rstrip())
+
+
+def ago(iso: str | None) -> str:
+    """Return an instant as `3m5s ago` / `in 2h10m`, or `-` for none."""
+    if iso is None:
+        return "-"
+    seconds = (datetime.fromisoformat(iso) - datetime.now(UTC)).total_seconds()
+    text = format_duration(abs(seconds), parts=2)
+    return f"{text} ago" if seconds < 0 else f"in {text}"
+
+
+class Progress:
+    """Report `done` of `total` on stderr: a redrawn bar on a terminal, lines elsewhere."""
+
+    WIDTH = 30
+    LINE_EVERY = 2.0  # seconds between progress lines when not on a terminal
+
+    def __init__(self, label: str, total: int, stream: Any = None) -> None:
+        self.label = label
+        self.total = max(total, 1)
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.last_line = 0.0
+
+    def update(self, done: int, detail: str) -> None:
+        share = min(done / self.total, 1.0)
+        if self.tty:
+            filled = int(share * self.WIDTH)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] "
+                              f"{share:5.0%} {detail}")
+            self.stream.flush()
+        elif time.monotonic() - self.last_line >= self.LINE_EVERY:
+            self.last_line = time.monotonic()
+            print(f"{self.label}: {share:.0%} {detail}", file=self.stream, flush=True)
+
+    def finish(self, detail: str) -> None:
+        if self.tty:
+            self.stream.write("\n")
+        print(f"{self.label}: done, {detail}", file=self.stream, flush=True)

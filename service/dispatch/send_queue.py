@@ -1,0 +1,127 @@
+"""Claimed deliveries waiting for a send slot: taken in turn across configs, never more than
+a config's share of the worker's sends at once.
+
+Pure bookkeeping (no I/O, no clock), so the dispatcher's fairness is tested on its own: a
+config whose endpoint hangs holds at most its share of the `capacity` send slots — `per_config`
+by default, or the share its items name (a config's own cap), never more than `capacity`. The
+worker holds at most HOLD shares of a config (one sending, the others waiting behind), and
+claims more of it only once half a share has been sent: so a hung endpoint's backlog never
+fills the worker while other configs wait, a fast endpoint always has deliveries ready when
+a send slot frees (a claim takes a few milliseconds, longer on a busy worker), and claims
+come half a share at a time rather than one send at a time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Collection, Iterator
+from typing import Generic, Protocol, TypeVar
+
+
+class Sendable(Protocol):
+    @property
+    def config_id(self) -> str: ...
+
+    @property
+    def max_in_flight(self) -> int | None: ...  # the config's own share, if it has one
+
+
+T = TypeVar("T", bound=Sendable)
+
+HOLD = 3  # shares of a config a worker holds at most: one sending, two ready behind it
+
+
+class SendQueue(Generic[T]):
+    """Waiting items by config, round robin; at most `capacity` sending, `per_config` each."""
+
+    def __init__(self, capacity: int, per_config: int) -> None:
+        if capacity < 1 or per_config < 1:
+            raise ValueError("capacity and per_config must be at least 1")
+        self.capacity = capacity
+        self.per_config = per_config
+        self._waiting: dict[str, deque[T]] = {}  # insertion order is the turn order
+        self._sending: Counter[str] = Counter()
+        self._shares: dict[str, int] = {}  # configs with a share of their own, as last seen
+        self.sending = 0  # in all
+
+    def add(self, item: T) -> None:
+        """Queue `item` behind the others of its config."""
+        if item.max_in_flight is None:
+            self._shares.pop(item.config_id, None)
+        else:
+            self._shares[item.config_id] = max(1, min(item.max_in_flight, self.capacity))
+        self._waiting.setdefault(item.config_id, deque()).append(item)
+
+    def share(self, config_id: str) -> int:
+        """Return how many sends of `config_id` may be under way at once."""
+        return self._shares.get(config_id, self.per_config)
+
+    def take(self) -> T | None:
+        """Return the next item to send and count it as sending, or None if none may go:
+        the first config in turn with something waiting and a send to spare goes, and moves
+        to the back of the turn."""
+        if self.sending >= self.capacity:
+            return None
+        for config_id, items in self._waiting.items():
+            if self._sending[config_id] < self.share(config_id):
+                item = items.popleft()
+                del self._waiting[config_id]
+                if items:
+                    self._waiting[config_id] = items  # back of the turn
+                self._sending[config_id] += 1
+                self.sending += 1
+                return item
+        return None
+
+    def drain(self) -> Iterator[T]:
+        """Take every item that may go now (see `take`)."""
+        while (item := self.take()) is not None:
+            yield item
+
+    def done(self, config_id: str) -> bool:
+        """Count one send of `config_id` as finished; return True if that gave the worker
+        room to claim of it again (see `rooms`)."""
+        was_full = self.room(config_id) < self._refill(config_id)
+        self._sending[config_id] -= 1
+        self.sending -= 1
+        if self._sending[config_id] <= 0:
+            del self._sending[config_id]
+        return was_full and self.room(config_id) >= self._refill(config_id)
+
+    def withdraw(self, config_ids: Collection[str]) -> list[T]:
+        """Remove and return the waiting items of `config_ids` (their sends go on)."""
+        withdrawn: list[T] = []
+        for config_id in config_ids:
+            withdrawn.extend(self._waiting.pop(config_id, ()))
+        return withdrawn
+
+    def clear(self) -> None:
+        """Forget the waiting items (they stay claimed; the caller hands them back)."""
+        self._waiting.clear()
+
+    def room(self, config_id: str) -> int:
+        """Return how many more of `config_id` the worker may hold: HOLD shares, less what
+        is sending and waiting."""
+        return HOLD * self.share(config_id) - self._held(config_id)
+
+    def rooms(self) -> dict[str, int]:
+        """Return how many of each config held to claim now: its room, or 0 while the room
+        is less than half a share (claiming one or two at a time would cost a claim per
+        send; the refill comes when half a share is sent)."""
+        return {config_id: room if room >= self._refill(config_id) else 0
+                for config_id in self._sending.keys() | self._waiting.keys()
+                for room in [self.room(config_id)]}
+
+    def saturated(self) -> set[str]:
+        """Return the configs to claim none of now (see `rooms`)."""
+        return {config_id for config_id, room in self.rooms().items() if room <= 0}
+
+    def _refill(self, config_id: str) -> int:
+        return max(1, self.share(config_id) // 2)
+
+    def _held(self, config_id: str) -> int:
+        return self._sending[config_id] + len(self._waiting.get(config_id, ()))
+
+    @property
+    def waiting(self) -> int:
+        return sum(len(items) for items in self._waiting.values())

@@ -1,0 +1,63 @@
+"""Wake the dispatcher the moment deliveries become due, and tell it at once when a config
+changes, by LISTEN/NOTIFY (db.notifications).
+
+After a reconnect it wakes the dispatcher once, since notifications sent while disconnected
+are lost (the poll period covers the rest; a config change missed then is caught as late as
+the queued sends of that config go out, the bound the dispatcher keeps them within).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import gevent
+
+from db.errors import DatabaseError
+from db.notifications import Listener
+from service.policy.backoff import pause_after
+
+log = logging.getLogger("webhooks.wakeup")
+
+KEEPALIVE = 30.0  # seconds without a notification after which the connection is checked
+FIRST_RECONNECT_PAUSE = 0.4  # seconds after the connection is first lost
+LONGEST_RECONNECT_PAUSE = 10.0  # seconds between two reconnection attempts, at most
+
+
+class DueListener:
+    """Call `on_notify` whenever a transaction that made deliveries due commits, and
+    `on_config_changed` with the ids of configs that were paused, opened, deactivated,
+    deleted, or given a new endpoint or secret."""
+
+    def __init__(self, dsn: str, on_notify: Callable[[], None],
+                 on_config_changed: Callable[[frozenset[str]], None] | None = None) -> None:
+        self.dsn = dsn
+        self.on_notify = on_notify
+        self.on_config_changed = on_config_changed
+        self._running = True
+
+    def run(self) -> None:
+        failures = 0
+        while self._running:
+            listener = None
+            try:
+                listener = Listener(self.dsn)
+                failures = 0
+                self.on_notify()
+                while self._running:
+                    heard = listener.wait(KEEPALIVE)
+                    if heard.changed and self.on_config_changed is not None:
+                        self.on_config_changed(heard.changed)
+                    if heard.due:
+                        self.on_notify()
+            except DatabaseError as error:
+                failures += 1
+                log.warning("LISTEN connection lost; reconnecting", extra={"error": str(error)})
+                gevent.sleep(pause_after(failures, first=FIRST_RECONNECT_PAUSE,
+                                         cap=LONGEST_RECONNECT_PAUSE))
+            finally:
+                if listener is not None:
+                    listener.close()
+
+    def stop(self) -> None:
+        self._running = False

@@ -1,0 +1,4 @@
+"""Events in: the Kafka consumer, the storing of its batches, the envelope rules of a broker
+message, the batches it cannot decode, and the upgrade adapter that turns the former model's
+retries into deliveries.
+"""

@@ -1,0 +1,122 @@
+"""Store one polled batch: its events with their fan-out and its poison messages, together.
+
+The events (db.events.ingest, the path of `publishEvent`) and the rejected messages
+(db.rejected.store) go in one transaction. When the database refuses a value, the batch's
+events are stored in halves until the culprit stands alone; it is quarantined as
+`unstorable` and the rest is stored. An event id and a rejected message's position are
+stored at most once, so storing a batch again creates nothing new.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from db import events, rejected
+from db.errors import InvalidData
+from db.events import IngestCounts, NewEvent
+from db.pool import ConnectionPool
+from db.rejected import Rejection
+from service.ingest.envelope import Poison, parse
+from service.policy import safe_text
+from service.runtime.telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from kafka.consumer.fetcher import ConsumerRecord
+
+log = logging.getLogger("webhooks.consumer")
+
+MAX_REASON_LENGTH = 1000  # bytes of an error message kept as a rejection's reason
+
+
+@dataclass
+class Progress:
+    """What one consumer did since it started (for logs, tests and the benchmark)."""
+
+    batches: int = 0
+    messages: int = 0
+    events: int = 0
+    deliveries: int = 0
+    rejected: int = 0
+
+
+def store_batch(pool: ConnectionPool, batch: Sequence[ConsumerRecord], *, max_payload: int,
+                telemetry: Telemetry, progress: Progress) -> None:
+    """Store a batch's events and rejections, all or (on a data error) each on its own."""
+    goods: list[tuple[ConsumerRecord, NewEvent]] = []
+    poisons: list[tuple[ConsumerRecord, Poison]] = []
+    for record in batch:
+        try:
+            goods.append((record, _parse(record, max_payload)))
+        except Poison as poison:
+            poisons.append((record, poison))
+    try:
+        with pool.transaction() as cursor:
+            counts = events.ingest(cursor, [event for _, event in goods], source="kafka")
+            stored = rejected.store(cursor, [_rejection(r, p) for r, p in poisons])
+    except InvalidData:
+        counts, culprits = _isolate(pool, goods)
+        poisons += [(record, Poison("unstorable", str(error))) for record, error in culprits]
+        with pool.transaction() as cursor:
+            stored = rejected.store(cursor, [_rejection(r, p) for r, p in poisons])
+    kinds = {_position(record): poison.kind for record, poison in poisons}
+    _account(telemetry, progress, len(batch), counts, stored, kinds)
+
+
+def _parse(record: ConsumerRecord, max_payload: int) -> NewEvent:
+    try:
+        return parse(record.value, topic=record.topic, partition=record.partition,
+                     offset=record.offset, max_payload=max_payload,
+                     timestamp_ms=record.timestamp, key=record.key, headers=record.headers)
+    except Poison:
+        raise
+    except Exception as error:  # a case the envelope rules missed: keep it, don't stall
+        log.exception("reading a message failed", extra=dict(
+            zip(("topic", "partition", "offset"), _position(record), strict=True)))
+        raise Poison("unreadable", f"{type(error).__name__}: {error}") from error
+
+
+def _isolate(pool: ConnectionPool, goods: list[tuple[ConsumerRecord, NewEvent]]
+             ) -> tuple[IngestCounts, list[tuple[ConsumerRecord, Exception]]]:
+    """Store `goods` in halves until each value the database refuses stands alone."""
+    try:
+        with pool.transaction() as cursor:
+            counts = events.ingest(cursor, [event for _, event in goods], source="kafka")
+        return counts, []
+    except InvalidData as error:
+        if len(goods) == 1:
+            return IngestCounts(0, 0), [(goods[0][0], error)]
+    half = len(goods) // 2
+    left, left_culprits = _isolate(pool, goods[:half])
+    right, right_culprits = _isolate(pool, goods[half:])
+    counts = IngestCounts(left.events_created + right.events_created,
+                          left.deliveries_created + right.deliveries_created)
+    return counts, left_culprits + right_culprits
+
+
+def _account(telemetry: Telemetry, progress: Progress, messages: int, counts: IngestCounts,
+             stored: list[Rejection], kinds: dict[tuple[str, int, int], str]) -> None:
+    progress.batches += 1
+    progress.messages += messages
+    progress.events += counts.events_created
+    progress.deliveries += counts.deliveries_created
+    progress.rejected += len(stored)
+    telemetry.ingested("kafka", counts.events_created)
+    for rejection in stored:
+        telemetry.rejected(kinds[rejection.topic, rejection.partition, rejection.offset])
+        log.warning("message rejected", extra={
+            "topic": rejection.topic, "partition": rejection.partition,
+            "offset": rejection.offset, "reason": rejection.reason,
+            "bytes": None if rejection.raw is None else len(rejection.raw)})
+
+
+def _rejection(record: ConsumerRecord, poison: Poison) -> Rejection:
+    # Error texts may quote what they refused (a lone surrogate, a NUL): keep them storable.
+    reason = safe_text.from_text(poison.reason, MAX_REASON_LENGTH)
+    return Rejection(record.topic, record.partition, record.offset, reason, record.value)
+
+
+def _position(record: ConsumerRecord) -> tuple[str, int, int]:
+    return record.topic, record.partition, record.offset

@@ -1,0 +1,3 @@
+"""Local servers for development and tests: the embedded PostgreSQL and the Kafka-protocol
+broker.
+"""

@@ -1,0 +1,75 @@
+"""Parse the text of one setting, raising ValueError with what is wrong with it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from db.errors import InvalidInput
+from db.pool import check_dsn
+
+
+def parse_bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"invalid boolean {text!r}: use true or false")
+
+
+def int_between(low: int, high: int) -> Callable[[str], int]:
+    """Return a parser of integers from `low` to `high`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError(f"invalid integer {text!r}") from None
+        if not low <= value <= high:
+            raise ValueError(f"{value} is out of range {low}..{high}")
+        return value
+
+    return parse
+
+
+def one_of(*choices: str) -> Callable[[str], str]:
+    """Return a parser of one of `choices`, in any case."""
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in choices:
+            raise ValueError(f"invalid value {text!r}: choose one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+def parse_ratio(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError(f"invalid number {text!r}") from None
+    if not 0 < value <= 1:
+        raise ValueError(f"{value} is out of range: above 0, at most 1")
+    return value
+
+
+def parse_cap(text: str) -> int | None:
+    """Parse a cap: `auto` (None) or an integer from 1 to 10,000."""
+    return None if text.strip().lower() == "auto" else int_between(1, 10_000)(text)
+
+
+def parse_text(text: str) -> str | None:
+    return text.strip() or None
+
+
+def parse_dsn(text: str) -> str | None:
+    dsn = parse_text(text)
+    if dsn is not None:
+        try:
+            check_dsn(dsn)
+        except InvalidInput as error:
+            raise ValueError(str(error)) from None
+    return dsn
+
+
+def parse_csv(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())

@@ -1,0 +1,3 @@
+"""The web process: the Flask app (GraphQL API, health, metrics) and the ops dashboard's static
+pages.
+"""

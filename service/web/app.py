@@ -1,0 +1,76 @@
+"""The web application factory: GraphQL API, ops dashboard, health checks and metrics."""
+
+from __future__ import annotations
+
+from flask import Flask, Request, Response, jsonify
+
+from db import tokens
+from db.pool import ConnectionPool
+from graphql_schema.context import Context, bearer_token
+from graphql_schema.schema import operations, schema
+from graphql_schema.view import GraphQLView
+from service.policy.ssrf import endpoint_refusal
+from service.runtime.settings import Settings
+from service.runtime.status_server import PROMETHEUS_TYPE
+from service.runtime.telemetry import Telemetry
+from service.runtime.weblog import TOKEN_NAME_KEY
+from service.web import dashboard
+
+GRAPHQL_BODY_ALLOWANCE = 64 * 1024  # bytes of a /graphql request besides the event payload
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    pool: ConnectionPool | None = None,
+    telemetry: Telemetry | None = None,
+) -> Flask:
+    """Build the app for `settings` (read from the environment when not given)."""
+    settings = settings or Settings.load()
+    pool = pool or ConnectionPool(settings.require_database_url(), size=settings.db_pool_size,
+                                  application_name="webhooks-web")
+    telemetry = telemetry or Telemetry(otlp_endpoint=settings.otlp_endpoint, role="web")
+    app = Flask("webhooks")
+    app.config.update(WEBHOOKS_SETTINGS=settings, WEBHOOKS_POOL=pool,
+                      WEBHOOKS_TELEMETRY=telemetry)
+
+    def graphql_context(request: Request) -> Context:
+        token = bearer_token(request.headers.get("Authorization"))
+        principal = tokens.authenticate(pool, token) if token else None
+        if principal:  # for the access log, which names the token, never shows it
+            request.environ[TOKEN_NAME_KEY] = principal.name
+        return Context(
+            pool=pool,
+            telemetry=telemetry,
+            max_payload=settings.max_payload,
+            secret_rotation_grace=settings.secret_rotation_grace,
+            endpoint_refusal=None if settings.allow_private_endpoints else endpoint_refusal,
+            role=principal.role if principal else None,
+            token_name=principal.name if principal else None,
+            idempotency_key=request.headers.get("Idempotency-Key"),
+        )
+
+    names = operations()
+    telemetry.api_operations(names)
+    app.add_url_rule("/graphql", view_func=GraphQLView.as_view(
+        "graphql", schema=schema, context_for=graphql_context, telemetry=telemetry,
+        operations=names, ide_page=dashboard.graphiql_page))
+    app.register_blueprint(dashboard.blueprint())
+    # A GraphQL body holds at most one payload, JSON-escaped, plus the operation around it.
+    app.config["MAX_CONTENT_LENGTH"] = 2 * settings.max_payload + GRAPHQL_BODY_ALLOWANCE
+
+    @app.get("/healthz")
+    def healthz():
+        return jsonify(status="ok")
+
+    @app.get("/readyz")
+    def readyz():
+        if pool.ready():
+            return jsonify(status="ready")
+        return jsonify(status="database unreachable"), 503
+
+    @app.get("/metrics")
+    def metrics():
+        return Response(telemetry.prometheus_text(), content_type=PROMETHEUS_TYPE)
+
+    return app

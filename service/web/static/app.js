@@ -1,0 +1,117 @@
+// The dashboard's entry: sign-in with an API token, the role it has, and the hash router.
+
+import { describe, gql, session, viewer } from "./api.js";
+import { clearNotice, h, notify, startPage } from "./ui.js";
+import { configPage, configsPage, newConfigPage } from "./views/configs.js";
+import { deliveriesPage } from "./views/deliveries.js";
+import { deliveryPage } from "./views/delivery.js";
+import { overviewPage } from "./views/overview.js";
+import { rejectedPage } from "./views/rejected.js";
+
+const ME = "query Me { me { role canMutate } }";
+
+const ROUTES = [
+  [/^\/?$/, overviewPage],
+  [/^\/configs$/, configsPage],
+  [/^\/configs\/new$/, newConfigPage],
+  [/^\/configs\/(.+)$/, configPage],
+  [/^\/deliveries$/, deliveriesPage],
+  [/^\/deliveries\/(.+)$/, deliveryPage],
+  [/^\/rejected$/, rejectedPage],
+];
+
+function signInPage(message) {
+  setSignedIn(false);
+  const input = h("input", { id: "token", name: "token", type: "password", required: true,
+    autocomplete: "off", placeholder: "whk_…", "aria-describedby": "token-help" });
+  const error = h("p", { class: "error", role: "alert", hidden: !message }, message || "");
+  const form = h("form", { class: "card sign-in", onsubmit: async (event) => {
+    event.preventDefault();
+    const token = input.value.trim();
+    try {
+      const data = await gql(ME, {}, { token });
+      session.set(token);
+      remember(data.me);
+      route();
+    } catch (failure) {
+      error.textContent = failure.code === "UNAUTHENTICATED"
+        ? "That token is not accepted: it is unknown, expired or revoked."
+        : describe(failure);
+      error.hidden = false;
+    }
+  } },
+  h("h1", {}, "Sign in"),
+  h("label", { for: "token" }, "API token"),
+  input,
+  h("p", { id: "token-help", class: "muted" },
+    "Create one with `webhooks tokens create --role operator|viewer --name NAME`. It is kept " +
+    "for this browser tab only and forgotten when you close it."),
+  error,
+  h("button", { type: "submit" }, "Sign in"));
+  startPage()(form);
+  input.focus();
+}
+
+function remember(me) {
+  viewer.role = me.role;
+  viewer.canMutate = me.canMutate;
+  setSignedIn(true);
+}
+
+function setSignedIn(signedIn) {
+  document.getElementById("nav").hidden = !signedIn;
+  document.getElementById("sign-out").hidden = !signedIn;
+  document.getElementById("who").textContent = signedIn
+    ? `${viewer.role.toLowerCase()}${viewer.canMutate ? "" : " (read-only)"}` : "";
+  document.body.classList.toggle("read-only", signedIn && !viewer.canMutate);
+}
+
+function markCurrent(path) {
+  for (const link of document.querySelectorAll("#nav a")) {
+    const target = link.getAttribute("href").slice(1);
+    const current = target === "/" ? path === "/" : path.startsWith(target);
+    if (current) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+}
+
+async function route() {
+  if (!session.token()) return signInPage();
+  if (!viewer.role) {
+    try {
+      remember((await gql(ME)).me);
+    } catch (error) {
+      if (error.code === "UNAUTHENTICATED") return;  // the signed-out event shows the form
+      startPage()(h("p", { class: "error", role: "alert" }, describe(error)));
+      return;
+    }
+  }
+  const [path, query = ""] = (location.hash.slice(1) || "/").split("?");
+  markCurrent(path);
+  for (const [pattern, page] of ROUTES) {
+    const match = path.match(pattern);
+    if (match) {
+      await page({ params: match.slice(1).map(decodeURIComponent),
+        query: new URLSearchParams(query) });
+      document.getElementById("main").focus({ preventScroll: true });
+      return;
+    }
+  }
+  startPage()(h("p", { class: "error", role: "alert" }, `There is no page at ${path}.`));
+}
+
+window.addEventListener("signed-out", (event) => {
+  viewer.role = null;
+  signInPage(event.detail);
+});
+window.addEventListener("hashchange", () => { clearNotice(); route(); });
+window.addEventListener("unhandledrejection", (event) => {
+  notify(describe(event.reason), "error");
+});
+document.getElementById("sign-out").addEventListener("click", () => {
+  session.clear();
+  viewer.role = null;
+  notify("Signed out.");
+  signInPage();
+});
+route();

@@ -1,0 +1,264 @@
+// Configs: the list with recent success rates, creation, and one config's page with its
+// chart, edit form and the operator's actions (rotate secret, activate, deactivate, delete).
+
+import { describe, gql, viewer } from "../api.js";
+import {
+  ask, attemptChart, badge, failure, h, heading, loading, notify, number, percent, startPage, table,
+  time,
+} from "../ui.js";
+
+const CONFIG_FIELDS = `id name endpoint eventTypes active createdAt updatedAt
+  health { state consecutiveFailures openedAt nextProbeAt lastFailure pausedAt reason }`;
+
+const CONFIGS = `query Configs($health: HealthState) {
+  configs(first: 500, health: $health) { edges { node { ${CONFIG_FIELDS} } } pageInfo { hasNextPage } }
+  attemptHistory(hours: 24, bucketMinutes: 60) {
+    configs { configId attempts succeeded successRate }
+  }
+}`;
+
+const CONFIG = `query Config($id: ID!, $ids: [ID!]) {
+  config(id: $id) { ${CONFIG_FIELDS} }
+  attemptHistory(hours: 24, bucketMinutes: 60, configIds: $ids) {
+    since bucketSeconds complete
+    buckets { start attempts succeeded outcomes { outcome count } }
+    configs { configId attempts succeeded successRate }
+  }
+  pending: deliveries(filter: {configIds: $ids, status: [PENDING]}, first: 1) {
+    totalCount totalCountIsExact
+  }
+  failed: deliveries(filter: {configIds: $ids, status: [FAILED]}, first: 1) {
+    totalCount totalCountIsExact
+  }
+}`;
+
+const CREATE = `mutation Create($input: CreateConfigInput!) {
+  createConfig(input: $input) { config { id } secret }
+}`;
+const UPDATE = `mutation Update($id: ID!, $input: UpdateConfigInput!) {
+  updateConfig(id: $id, input: $input) { id }
+}`;
+const ROTATE = `mutation Rotate($id: ID!) { rotateConfigSecret(id: $id) { secret } }`;
+const ACTIVATE = `mutation Activate($id: ID!) { activateConfig(id: $id) { id } }`;
+const DEACTIVATE = `mutation Deactivate($id: ID!) {
+  deactivateConfig(id: $id) { cancelledDeliveries }
+}`;
+const DELETE = `mutation Delete($id: ID!) { deleteConfig(id: $id) { cancelledDeliveries } }`;
+const PAUSE = `mutation Pause($id: ID!) { pauseConfig(id: $id) { message } }`;
+const RESUME = `mutation Resume($id: ID!) { resumeConfig(id: $id) { message } }`;
+const RESET = `mutation Reset($id: ID!) { resetCircuit(id: $id) { message } }`;
+const HEALTH_STATES = ["HEALTHY", "PAUSED", "OPEN", "HALF_OPEN"];
+
+function state(config) {
+  return config.active ? badge("active") : badge("inactive");
+}
+
+function health(config) {
+  return badge(config.health.state);
+}
+
+function healthFilter(query) {
+  const select = h("select", { id: "health-filter", "aria-label": "Health",
+    onchange: () => { location.hash = select.value ? `#/configs?health=${select.value}`
+      : "#/configs"; } },
+  h("option", { value: "" }, "any health"),
+  HEALTH_STATES.map((s) => h("option", { value: s, selected: query.get("health") === s },
+    s.toLowerCase().replace("_", " "))));
+  return select;
+}
+
+function healthText(health) {
+  const parts = [health.state.toLowerCase().replace("_", " ")];
+  if (health.pausedAt) parts.push(`paused ${new Date(health.pausedAt).toLocaleString()}`);
+  if (health.openedAt) parts.push(`circuit opened ${new Date(health.openedAt).toLocaleString()}`);
+  if (health.nextProbeAt) parts.push(`next probe ${new Date(health.nextProbeAt).toLocaleString()}`);
+  if (health.consecutiveFailures) parts.push(`${health.consecutiveFailures} failures in a row`);
+  if (health.reason) parts.push(`reason: ${health.reason}`);
+  return parts.join(" · ");
+}
+
+function counted(connection) {
+  return `${connection.totalCountIsExact ? "" : "about "}${number(connection.totalCount)}`;
+}
+
+function typesOf(text) {
+  return text.split(/[\s,]+/).map((t) => t.trim()).filter(Boolean);
+}
+
+export async function configsPage({ query }) {
+  const show = startPage();
+  const create = viewer.canMutate
+    ? h("a", { class: "button", href: "#/configs/new" }, "New config") : null;
+  show(heading("Configs", create), loading());
+  let data;
+  try {
+    data = await gql(CONFIGS, { health: query.get("health") || null });
+  } catch (error) {
+    show(heading("Configs", create), failure(error));
+    return;
+  }
+  const rates = Object.fromEntries(data.attemptHistory.configs.map((c) => [c.configId, c]));
+  show(
+    heading("Configs", create, healthFilter(query)),
+    table(["Name", "Endpoint", "Event types", "State", "Health", "Last failure",
+      "Attempts (24 h)", "Success rate"],
+      data.configs.edges.map(({ node }) => {
+        const rate = rates[node.id];
+        return h("tr", {},
+          h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(node.id)}` },
+            node.name || node.id)),
+          h("td", { class: "wrap" }, node.endpoint),
+          h("td", {}, node.eventTypes.join(", ")),
+          h("td", {}, state(node)),
+          h("td", {}, health(node)),
+          h("td", { class: "wrap" }, node.health.lastFailure || "—"),
+          h("td", { class: "num" }, rate ? number(rate.attempts) : "0"),
+          h("td", { class: "num" }, rate ? percent(rate.successRate) : "—"));
+      })),
+    data.configs.pageInfo.hasNextPage
+      ? h("p", { class: "muted" }, "Only the newest 500 configs are listed.") : null);
+}
+
+// The secret of a config just created, shown once on the config's page, then forgotten.
+let secretToShow = null;
+
+function secretBox(secret, what) {
+  return h("div", { class: "card secret", role: "alert" },
+    h("h2", {}, what),
+    h("p", {}, "Copy it now: it is shown this once and never again."),
+    h("code", { class: "secret-value" }, secret));
+}
+
+function configForm(config, onSubmit, label) {
+  const name = h("input", { id: "config-name", name: "name", value: config?.name || "" });
+  const endpoint = h("input", { id: "config-endpoint", name: "endpoint", type: "url",
+    required: true, value: config?.endpoint || "", placeholder: "https://example.com/hooks" });
+  const types = h("input", { id: "config-types", name: "eventTypes", required: true,
+    value: config ? config.eventTypes.join(", ") : "", placeholder: "order.paid, order.refunded" });
+  const error = h("p", { class: "error", role: "alert", hidden: true });
+  return h("form", { class: "card form", onsubmit: async (event) => {
+    event.preventDefault();
+    error.hidden = true;
+    try {
+      await onSubmit({ name: name.value.trim() || null, endpoint: endpoint.value.trim(),
+        eventTypes: typesOf(types.value) });
+    } catch (failed) {
+      error.textContent = describe(failed);
+      error.hidden = false;
+    }
+  } },
+  h("label", { for: "config-name" }, "Name"), name,
+  h("label", { for: "config-endpoint" }, "Endpoint URL"), endpoint,
+  h("label", { for: "config-types" }, "Event types (comma-separated, exact)"), types,
+  error,
+  h("button", { type: "submit" }, label));
+}
+
+export async function newConfigPage() {
+  const show = startPage();
+  show(heading("New config"), configForm(null, async (input) => {
+    const created = (await gql(CREATE, { input })).createConfig;
+    secretToShow = { id: created.config.id, secret: created.secret };
+    notify("Config created.", "info", { beforeLeaving: true });
+    location.hash = `#/configs/${encodeURIComponent(created.config.id)}`;
+  }, "Create config"));
+}
+
+function actions(config, pending, reload) {
+  const id = config.id;
+  const run = async (mutation, done) => {
+    try {
+      const data = await gql(mutation, { id });
+      await reload();
+      done(data);
+    } catch (error) {
+      notify(describe(error), "error");
+    }
+  };
+  const healthState = config.health.state;
+  return h("div", { class: "actions", role: "group", "aria-label": "Config actions" },
+    healthState === "PAUSED"
+      ? h("button", { type: "button", onclick: () => run(RESUME,
+        (data) => notify(data.resumeConfig.message)) }, "Resume")
+      : h("button", { type: "button", class: "secondary", onclick: async () => {
+        if (!await ask(`Pause ${config.name || id}? Its deliveries stay pending and nothing is ` +
+          "attempted until you resume it; nothing is cancelled.", "Pause")) return;
+        run(PAUSE, (data) => notify(data.pauseConfig.message));
+      } }, "Pause"),
+    ["OPEN", "HALF_OPEN"].includes(healthState)
+      ? h("button", { type: "button", class: "secondary", onclick: () => run(RESET,
+        (data) => notify(data.resetCircuit.message)) }, "Reset circuit") : null,
+    h("button", { type: "button", class: "secondary", onclick: async () => {
+      if (!await ask("Rotate this config's secret? The old one keeps signing alongside the " +
+        "new one for the rotation grace period.", "Rotate secret")) return;
+      run(ROTATE, (data) => document.getElementById("main")
+        .prepend(secretBox(data.rotateConfigSecret.secret, "The new signing secret")));
+    } }, "Rotate secret"),
+    config.active
+      ? h("button", { type: "button", class: "danger", onclick: async () => {
+        const count = counted(pending);
+        if (!await ask(`Deactivate ${config.name || id}? This cancels its ${count} pending ` +
+          "deliveries; reactivating does not bring them back.", "Deactivate")) return;
+        run(DEACTIVATE, (data) => notify(
+          `Deactivated; ${data.deactivateConfig.cancelledDeliveries} pending deliveries ` +
+          "cancelled."));
+      } }, "Deactivate")
+      : h("button", { type: "button", onclick: () => run(ACTIVATE, () => notify("Activated.")) },
+        "Activate"),
+    h("button", { type: "button", class: "danger", onclick: async () => {
+      if (!await ask(`Delete ${config.name || id}? This cancels its ${counted(pending)} ` +
+        "pending deliveries; its deliveries stay inspectable.", "Delete")) return;
+      run(DELETE, (data) => {
+        notify(`Deleted; ${data.deleteConfig.cancelledDeliveries} pending deliveries cancelled.`,
+          "info", { beforeLeaving: true });
+        location.hash = "#/configs";
+      });
+    } }, "Delete"));
+}
+
+export async function configPage({ params: [id] }) {
+  const show = startPage();
+  show(heading("Config"), loading());
+  const reload = () => configPage({ params: [id] });
+  let data;
+  try {
+    data = await gql(CONFIG, { id, ids: [id] });
+  } catch (error) {
+    show(heading("Config"), failure(error));
+    return;
+  }
+  const { config, attemptHistory: history, pending, failed } = data;
+  const rate = history.configs[0];
+  const deliveries = `#/deliveries?config=${encodeURIComponent(id)}`;
+  show(
+    heading(config.name || config.id, state(config), health(config)),
+    h("dl", { class: "facts" },
+      h("dt", {}, "Id"), h("dd", {}, h("code", {}, config.id)),
+      h("dt", {}, "Endpoint"), h("dd", { class: "wrap" }, config.endpoint),
+      h("dt", {}, "Event types"), h("dd", {}, config.eventTypes.join(", ")),
+      h("dt", {}, "Health"), h("dd", {}, healthText(config.health)),
+      h("dt", {}, "Last failure"), h("dd", { class: "wrap" }, config.health.lastFailure || "—"),
+      h("dt", {}, "Success rate (24 h)"),
+      h("dd", {}, rate ? `${percent(rate.successRate)} of ${number(rate.attempts)} attempts`
+        : "no attempts"),
+      h("dt", {}, "Pending"), h("dd", {}, h("a", { href: `${deliveries}&status=PENDING` },
+        counted(pending))),
+      h("dt", {}, "Failed"), h("dd", {}, h("a", { href: `${deliveries}&status=FAILED` },
+        counted(failed))),
+      h("dt", {}, "Created"), h("dd", {}, time(config.createdAt)),
+      h("dt", {}, "Updated"), h("dd", {}, time(config.updatedAt))),
+    viewer.canMutate ? actions(config, pending, reload) : null,
+    h("section", {}, h("h2", {}, "Attempts, last 24 hours"), attemptChart(history)),
+    h("p", {}, h("a", { href: deliveries }, "All deliveries of this config")),
+    viewer.canMutate ? h("section", {}, h("h2", {}, "Edit"),
+      configForm(config, async (input) => {
+        await gql(UPDATE, { id, input });
+        notify("Saved.");
+        await reload();
+      }, "Save changes")) : null);
+  if (secretToShow && secretToShow.id === id) {
+    document.getElementById("main")
+      .prepend(secretBox(secretToShow.secret, "The new config's signing secret"));
+    secretToShow = null;
+  }
+}

@@ -1,0 +1,250 @@
+// Deliveries: the API's filters (kept in the address, so a view can be shared), paging both
+// ways, the two orders, and the bulk replay of a filter with a dry run first.
+
+import { describe, gql, newKey, viewer } from "../api.js";
+import {
+  ask, badge, failure, h, heading, loading, notify, number, relative, startPage, table, time,
+} from "../ui.js";
+
+const STATUSES = ["PENDING", "DELIVERING", "SUCCEEDED", "FAILED", "CANCELLED"];
+
+const LIST = `query Deliveries($filter: DeliveryFilter, $first: Int, $after: String, $last: Int,
+    $before: String, $orderBy: DeliveryOrder!) {
+  deliveries(filter: $filter, first: $first, after: $after, last: $last, before: $before,
+             orderBy: $orderBy) {
+    totalCount totalCountIsExact
+    edges { node { id eventId eventType configId configName status attemptCount
+                   replayGeneration nextAttemptAt lastStatusCode createdAt } }
+    pageInfo { hasNextPage endCursor hasPreviousPage startCursor }
+  }
+  configs(first: 500) { edges { node { id name } } }
+}`;
+
+const REPLAY_FIELDS = `replayed expedited skipped { deliveryId reason } hasMore nextCursor
+  dryRun wouldReplay wouldReplayIsExact sample { id eventType configName status createdAt }`;
+const BULK = `mutation Bulk($filter: DeliveryFilter!, $after: String, $dryRun: Boolean!) {
+  replayDeliveries(filter: $filter, first: 200, after: $after, dryRun: $dryRun) {
+    ${REPLAY_FIELDS}
+  }
+}`;
+
+const PAGE = 50;
+const DAY = 24 * 3600 * 1000;
+
+function list(query, name) {
+  const value = query.get(name);
+  return value ? value.split(",").map((v) => v.trim()).filter(Boolean) : null;
+}
+
+function instant(value) {
+  return value ? new Date(value).toISOString() : null;
+}
+
+/** Return the API filter that the address's query describes. */
+export function filterOf(query) {
+  const filter = {
+    status: list(query, "status"),
+    configIds: list(query, "config"),
+    eventTypes: list(query, "type"),
+    eventId: query.get("event") || null,
+    lastStatusCodes: list(query, "code")?.map(Number) ?? null,
+    createdAfter: instant(query.get("after_time")),
+    createdBefore: instant(query.get("before_time")),
+  };
+  return Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== null));
+}
+
+function localInput(value) {
+  if (!value) return "";
+  const date = new Date(value);
+  return new Date(date - date.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+}
+
+function filterForm(query, configs) {
+  const selected = new Set(list(query, "config") || []);
+  const statuses = new Set(list(query, "status") || []);
+  const field = (id, label, input) => h("div", { class: "field" },
+    h("label", { for: id }, label), input);
+  const form = h("form", { class: "filters", "aria-label": "Filter deliveries",
+    onsubmit: (event) => {
+      event.preventDefault();
+      const data = new FormData(form);
+      const next = new URLSearchParams();
+      const joined = (name) => data.getAll(name).filter(Boolean).join(",");
+      for (const [key, name] of [["status", "status"], ["config", "config"]]) {
+        if (joined(name)) next.set(key, joined(name));
+      }
+      for (const name of ["type", "event", "code", "order"]) {
+        const value = String(data.get(name) || "").trim();
+        if (value) next.set(name, value.replace(/\s*,\s*/g, ","));
+      }
+      for (const name of ["after_time", "before_time"]) {
+        if (data.get(name)) next.set(name, new Date(data.get(name)).toISOString());
+      }
+      location.hash = `#/deliveries?${next}`;
+    } },
+  h("fieldset", { class: "statuses" }, h("legend", {}, "Status"),
+    STATUSES.map((status) => h("label", { class: "check" },
+      h("input", { type: "checkbox", name: "status", value: status,
+        checked: statuses.has(status) }), status.toLowerCase()))),
+  field("filter-config", "Configs",
+    h("select", { id: "filter-config", name: "config", multiple: true, size: 3 },
+      configs.map((c) => h("option", { value: c.id, selected: selected.has(c.id) },
+        c.name || c.id)))),
+  field("filter-type", "Event types", h("input", { id: "filter-type", name: "type",
+    value: query.get("type") || "", placeholder: "order.paid, …" })),
+  field("filter-event", "Event id", h("input", { id: "filter-event", name: "event",
+    value: query.get("event") || "" })),
+  field("filter-code", "Last status codes", h("input", { id: "filter-code", name: "code",
+    value: query.get("code") || "", placeholder: "500, 0", inputmode: "numeric" })),
+  field("filter-after", "Created after", h("input", { id: "filter-after", name: "after_time",
+    type: "datetime-local", value: localInput(query.get("after_time")) })),
+  field("filter-before", "Created before", h("input", { id: "filter-before",
+    name: "before_time", type: "datetime-local", value: localInput(query.get("before_time")) })),
+  field("filter-order", "Order", h("select", { id: "filter-order", name: "order" },
+    h("option", { value: "CREATED_AT_DESC" }, "newest first"),
+    h("option", { value: "NEXT_ATTEMPT_AT",
+      selected: query.get("order") === "NEXT_ATTEMPT_AT" }, "next attempt soonest"))),
+  h("div", { class: "actions" },
+    h("button", { type: "submit" }, "Apply filters"),
+    h("a", { class: "button secondary", href: "#/deliveries" }, "Clear")));
+  return form;
+}
+
+function pageLink(query, changes) {
+  const next = new URLSearchParams(query);
+  for (const name of ["cursor_after", "cursor_before"]) next.delete(name);
+  for (const [name, value] of Object.entries(changes)) next.set(name, value);
+  return `#/deliveries?${next}`;
+}
+
+function bulkPanel(filter) {
+  const panel = h("section", { class: "card bulk", "aria-label": "Bulk replay" });
+  const windowed = { ...filter };
+  const defaulted = !windowed.createdAfter;
+  if (defaulted) windowed.createdAfter = new Date(Date.now() - DAY).toISOString();
+  const start = h("button", { type: "button", class: "secondary", onclick: () => dryRun() },
+    "Replay matching deliveries…");
+  panel.append(h("h2", {}, "Bulk replay"),
+    h("p", { class: "muted" }, "Replays the failed and expedites the pending deliveries this " +
+      "filter matches", defaulted ? " (created in the last 24 hours: set “Created after” for " +
+      "another window)" : "", ". A dry run shows how many first; nothing changes until you " +
+      "confirm."), start);
+
+  async function dryRun() {
+    start.disabled = true;
+    let result;
+    try {
+      result = (await gql(BULK, { filter: windowed, dryRun: true })).replayDeliveries;
+    } catch (error) {
+      panel.append(failure(error));
+      start.disabled = false;
+      return;
+    }
+    const count = `${result.wouldReplayIsExact ? "" : "about "}${number(result.wouldReplay)}`;
+    const outcome = h("div", { class: "dry-run", role: "status" },
+      h("p", {}, h("strong", {}, `Dry run: ${count} deliveries would be replayed or ` +
+        "expedited.")),
+      result.sample.length ? table(["Id", "Status", "Event type", "Config", "Created"],
+        result.sample.map((d) => h("tr", {},
+          h("td", {}, h("a", { href: `#/deliveries/${d.id}` }, d.id)),
+          h("td", {}, badge(d.status)), h("td", {}, d.eventType),
+          h("td", {}, d.configName || ""), h("td", {}, time(d.createdAt)))),
+        "A sample") : null);
+    panel.append(outcome);
+    if (!result.wouldReplay) return;
+    outcome.append(h("button", { type: "button", class: "danger", onclick: async (event) => {
+      event.target.disabled = true;
+      if (!await ask(`Replay ${count} deliveries now?`, "Replay them")) {
+        event.target.disabled = false;
+        return;
+      }
+      await replayAll(outcome);
+    } }, `Replay ${count} deliveries`));
+  }
+
+  async function replayAll(outcome) {
+    // One idempotency key per click; each page of the replay sends it with the page's number,
+    // so a page sent again (Resume after a failure) replays nothing twice.
+    const key = newKey();
+    const progress = h("progress", { max: "1", value: "0", "aria-label": "Bulk replay" });
+    const line = h("p", { role: "status" }, "Starting…");
+    outcome.append(progress, line);
+    const state = { after: null, page: 0, replayed: 0, expedited: 0, skipped: 0 };
+    async function run() {
+      try {
+        do {
+          const result = (await gql(BULK, { filter: windowed, after: state.after, dryRun: false },
+            { idempotencyKey: `${key}-${state.page}` })).replayDeliveries;
+          state.replayed += result.replayed.length;
+          state.expedited += result.expedited.length;
+          state.skipped += result.skipped.length;
+          state.after = result.hasMore ? result.nextCursor : null;
+          state.page += 1;
+          line.textContent = `${state.replayed} replayed, ${state.expedited} expedited, ` +
+            `${state.skipped} skipped${state.after ? " so far…" : "."}`;
+          line.className = "";
+        } while (state.after);
+        progress.value = 1;
+        notify(`Bulk replay done: ${line.textContent}`);
+      } catch (error) {
+        line.textContent = `Stopped: ${describe(error)}`;
+        line.className = "error";
+        const resume = h("button", { type: "button", onclick: () => { resume.remove(); run(); } },
+          "Resume the replay");
+        line.after(resume);
+      }
+    }
+    await run();
+  }
+  return panel;
+}
+
+export async function deliveriesPage({ query }) {
+  const show = startPage();
+  show(heading("Deliveries"), loading());
+  const filter = filterOf(query);
+  const backwards = query.has("cursor_before");
+  const variables = {
+    filter,
+    orderBy: query.get("order") === "NEXT_ATTEMPT_AT" ? "NEXT_ATTEMPT_AT" : "CREATED_AT_DESC",
+    first: backwards ? null : PAGE, after: query.get("cursor_after"),
+    last: backwards ? PAGE : null, before: query.get("cursor_before"),
+  };
+  let data;
+  try {
+    data = await gql(LIST, variables);
+  } catch (error) {
+    show(heading("Deliveries"), failure(error),
+      h("p", {}, h("a", { href: "#/deliveries" }, "Clear the filters")));
+    return;
+  }
+  const { deliveries, configs } = data;
+  const page = deliveries.pageInfo;
+  const total = `${deliveries.totalCountIsExact ? "" : "about "}` +
+    `${number(deliveries.totalCount)} matching` +
+    `${deliveries.totalCountIsExact ? "" : " (an estimate: there are many)"}`;
+  const due = variables.orderBy === "NEXT_ATTEMPT_AT";
+  show(
+    heading("Deliveries", h("span", { class: "muted", id: "total" }, total)),
+    h("details", { class: "card", open: true },
+      h("summary", {}, "Filters"), filterForm(query, configs.edges.map((e) => e.node))),
+    table(["Id", "Status", "Event type", "Config", "Attempts", "Last code",
+      due ? "Next attempt" : "Created"],
+    deliveries.edges.map(({ node }) => h("tr", {},
+      h("td", {}, h("a", { href: `#/deliveries/${node.id}` }, node.id)),
+      h("td", {}, badge(node.status)),
+      h("td", {}, node.eventType),
+      h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(node.configId)}` },
+        node.configName || node.configId)),
+      h("td", { class: "num" }, node.replayGeneration
+        ? `${node.attemptCount} (gen ${node.replayGeneration})` : String(node.attemptCount)),
+      h("td", { class: "num" }, node.lastStatusCode ?? "—"),
+      h("td", {}, due ? relative(node.nextAttemptAt) : time(node.createdAt))))),
+    h("nav", { class: "pager", "aria-label": "Pages" },
+      page.hasPreviousPage ? h("a", { class: "button secondary", rel: "prev",
+        href: pageLink(query, { cursor_before: page.startCursor }) }, "← Previous") : null,
+      page.hasNextPage ? h("a", { class: "button secondary", rel: "next",
+        href: pageLink(query, { cursor_after: page.endCursor }) }, "Next →") : null),
+    viewer.canMutate ? bulkPanel(filter) : null);
+}

@@ -1,0 +1,229 @@
+"""The on-call commands: deliveries list|show, replay, stats, configs list; text, --json and
+exit codes, on a real database through the API's own rules."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from db import configs
+from service.cli import main
+from tests.helpers import PATIENCE
+
+
+def run(capsys, database_url, *argv):
+    code = main([*argv, "--database-url", database_url])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def staged(make):
+    """Two configs: `orders` with two failed deliveries and a pending one, `users` with one
+    succeeded delivery."""
+    orders = make.config(name="orders")
+    users = make.config(name="users", event_types=["user.created"])
+    failed = [make.delivery(orders, status="failed", next_attempt_at=None, last_status_code=500)
+              for _ in range(2)]
+    pending = make.delivery(orders)
+    done = make.delivery(users, status="succeeded", next_attempt_at=None, last_status_code=200)
+    return {"orders": orders, "users": users, "failed": failed, "pending": pending,
+            "done": done}
+
+
+def test_deliveries_list_filters_and_prints_text_or_json(capsys, database_url, staged):
+    code, out, _ = run(capsys, database_url, "deliveries", "list", "--status", "failed")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "STATUS", "EVENT", "TYPE", "CONFIG", "ATTEMPTS", "CODE",
+                                "CREATED"]
+    assert [line.split()[0] for line in lines[1:3]] == [str(i) for i in reversed(staged["failed"])]
+    assert "orders" in lines[1] and lines[-1] == "2 shown of 2 matching"
+    code, out, _ = run(capsys, database_url, "deliveries", "list", "--json",
+                       "--config", staged["users"].id, "--status-code", "200")
+    assert code == 0
+    data = json.loads(out)
+    assert [edge["node"]["id"] for edge in data["edges"]] == [str(staged["done"])]
+    assert data["totalCount"] == 1
+
+
+def listed(out: str) -> list[str]:
+    """Return the ids of a text listing's rows."""
+    return [line.split()[0] for line in out.splitlines()[1:-1]]
+
+
+def test_deliveries_list_due_sorts_pending_work_by_next_attempt(capsys, database_url, staged,
+                                                                make):
+    later = make.delivery(staged["orders"], next_attempt_at=datetime.now(UTC) + timedelta(hours=2))
+    code, out, _ = run(capsys, database_url, "deliveries", "list", "--due")
+    assert code == 0
+    header, first, second = out.splitlines()[:3]
+    assert header.split()[-2:] == ["NEXT", "ATTEMPT"]
+    due = [str(staged["pending"]), str(later)]
+    assert listed(out) == due  # soonest first, and only deliveries with a next attempt
+    assert first.endswith(" ago") and re.search(r" in (1h59m|2h)$", second)
+    code, out, _ = run(capsys, database_url, "deliveries", "list", "--due", "--json")
+    assert [edge["node"]["id"] for edge in json.loads(out)["edges"]] == due
+    code, out, _ = run(capsys, database_url, "deliveries", "list")  # newest first
+    assert listed(out)[:2] == [str(later), str(staged["done"])]
+
+
+def test_deliveries_list_filters_by_event_type(capsys, database_url, staged):
+    code, out, _ = run(capsys, database_url, "deliveries", "list", "--event-type", "user.created")
+    assert code == 0
+    assert listed(out) == [str(staged["done"])]
+    assert out.splitlines()[-1] == "1 shown of 1 matching"
+    code, out, _ = run(capsys, database_url, "deliveries", "list", "--event-type", "user.created",
+                       "--event-type", "order.created", "--json")
+    assert json.loads(out)["totalCount"] == 4
+    code, out, _ = run(capsys, database_url, "deliveries", "list", "--event-type", "no.such")
+    assert code == 0 and out.splitlines()[-1] == "0 shown of 0 matching"
+
+
+def test_deliveries_list_filters_by_created_before(capsys, database_url, staged, make):
+    old, older = staged["failed"]
+    make.set(old, created_at=datetime(2024, 5, 1, 12, tzinfo=UTC))
+    make.set(older, created_at=datetime(2024, 4, 1, 12, tzinfo=UTC))
+    code, out, _ = run(capsys, database_url, "deliveries", "list",
+                       "--created-before", "2024-06-01T00:00:00Z")
+    assert code == 0
+    assert listed(out) == [str(old), str(older)]
+    code, out, _ = run(capsys, database_url, "deliveries", "list",  # [after, before)
+                       "--created-after", "2024-04-01T12:00:00Z",
+                       "--created-before", "2024-05-01T12:00:00Z")
+    assert listed(out) == [str(older)]
+    code, _, err = run(capsys, database_url, "deliveries", "list", "--created-before", "May")
+    assert code == 2 and "BAD_USER_INPUT" in err
+
+
+def test_bulk_replay_draws_a_progress_bar_on_a_terminal(database_url, staged, make):
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "service", "replay", "--since", "1h", "--status", "failed",
+         "--database-url", database_url],
+        stdout=subprocess.PIPE, stderr=terminal, stdin=subprocess.DEVNULL)
+    os.close(terminal)
+    out, _ = process.communicate(timeout=PATIENCE)  # its few lines fit the terminal's buffer
+    os.set_blocking(controller, False)
+    screen = b""
+    with contextlib.suppress(OSError):  # all read (EAGAIN), or the terminal closed (EIO)
+        while chunk := os.read(controller, 4096):
+            screen += chunk
+    os.close(controller)
+    assert process.returncode == 0 and out == b""
+    text = screen.decode()
+    bar = "\r[" + "#" * 30 + "]  100% 2 replayed, 0 expedited, 0 skipped"
+    assert bar in text, text
+    assert "replay: done, 2 replayed, 0 expedited, 0 skipped" in text.split(bar, 1)[1]
+    assert {make.row(i)["status"] for i in staged["failed"]} == {"pending"}
+
+
+def test_deliveries_show_prints_one_delivery_and_fails_for_an_unknown_one(capsys, database_url,
+                                                                          staged):
+    code, out, _ = run(capsys, database_url, "deliveries", "show", str(staged["failed"][0]))
+    assert code == 0
+    assert out.startswith(f"delivery {staged['failed'][0]}  failed")
+    assert "payload:" in out
+    code, out, err = run(capsys, database_url, "deliveries", "show", "999999")
+    assert (code, out) == (1, "")
+    assert "not found (NOT_FOUND)" in err
+    code, _, err = run(capsys, database_url, "deliveries", "show", "nope")
+    assert code == 2 and "BAD_USER_INPUT" in err
+
+
+def test_replay_of_one_delivery_makes_a_new_generation(capsys, database_url, staged, make):
+    target = staged["failed"][0]
+    code, out, _ = run(capsys, database_url, "replay", str(target), "--json")
+    assert code == 0
+    assert json.loads(out)["action"] == "REPLAYED"
+    assert make.row(target)["replay_generation"] == 1
+    code, _, err = run(capsys, database_url, "replay", str(staged["done"]))
+    assert code == 1 and "NOT_ELIGIBLE" in err
+
+
+def test_bulk_replay_dry_run_changes_nothing_then_the_replay_does(capsys, database_url,
+                                                                  staged, make):
+    code, out, _ = run(capsys, database_url, "replay", "--since", "1h", "--config",
+                       staged["orders"].id, "--dry-run")
+    assert code == 0
+    assert out.startswith("dry run: 3 deliveries would be replayed or expedited")
+    assert {make.row(i)["status"] for i in staged["failed"]} == {"failed"}
+    code, out, err = run(capsys, database_url, "replay", "--since", "1h", "--status", "failed",
+                         "--json")
+    assert code == 0
+    assert json.loads(out) == {"replayed": 2, "expedited": 0, "skipped": 0}
+    assert "replay: done, 2 replayed" in err
+    assert {make.row(i)["status"] for i in staged["failed"]} == {"pending"}
+
+
+def test_bulk_replay_without_a_window_is_bad_usage(capsys, database_url, staged):
+    code, _, err = run(capsys, database_url, "replay", "--status", "failed")
+    assert code == 2 and "createdAfter" in err
+    code, _, err = run(capsys, database_url, "replay", "--since", "soon")
+    assert code == 2 and "--since" in err
+
+
+def test_stats_and_configs_list(capsys, database_url, staged, make):
+    code, out, _ = run(capsys, database_url, "stats")
+    assert code == 0
+    assert out.splitlines()[0].split() == ["pending", "1"]
+    assert "failed" in out and "queue depth" in out
+    code, out, _ = run(capsys, database_url, "stats", "--json")
+    assert json.loads(out)["stats"]["queueDepth"] == 1
+    configs.deactivate(make.pool, staged["users"].id)
+    code, out, _ = run(capsys, database_url, "configs", "list", "--active", "no", "--json")
+    assert code == 0
+    assert [c["name"] for c in json.loads(out)] == ["users"]
+    code, out, _ = run(capsys, database_url, "configs", "list")
+    assert code == 0
+    assert "orders" in out and "inactive" in out
+
+
+def test_an_unreachable_database_exits_3(capsys):
+    code = main(["stats", "--database-url", "postgresql://nobody@127.0.0.1:1/none"])
+    assert code == 3
+
+
+def test_configs_pause_and_resume_change_the_health(capsys, database_url, staged):
+    orders = staged["orders"].id
+    code, out, _ = run(capsys, database_url, "configs", "pause", orders, "--reason", "on call")
+    assert code == 0 and out.strip()
+    code, out, _ = run(capsys, database_url, "configs", "list", "--health", "paused", "--json")
+    assert [c["id"] for c in json.loads(out)] == [orders]
+    assert json.loads(out)[0]["health"]["reason"] == "on call"
+    code, out, _ = run(capsys, database_url, "configs", "list")
+    assert "paused" in out
+    code, out, _ = run(capsys, database_url, "configs", "resume", orders, "--json")
+    assert code == 0 and json.loads(out)["config"]["health"]["state"] == "HEALTHY"
+    code, _, err = run(capsys, database_url, "configs", "pause", "no-such-config")
+    assert code == 1 and "NOT_FOUND" in err
+
+
+def audit_lines(err: str) -> list[dict]:
+    return [line for line in map(json.loads, (t for t in err.splitlines() if t.startswith("{")))
+            if line.get("logger") == "webhooks.audit"]
+
+
+def test_changes_made_on_call_leave_an_audit_line_naming_the_operator(capsys, database_url,
+                                                                       staged):
+    orders = staged["orders"].id
+    _, _, err = run(capsys, database_url, "configs", "pause", orders)
+    (line,) = audit_lines(err)
+    assert (line["audit"], line["role"], line["ids"]["config_id"], line["result"]) == (
+        "pauseConfig", "operator", orders, "ok")
+    assert line["actor"].startswith("cli:")
+    _, _, err = run(capsys, database_url, "replay", str(staged["failed"][0]))
+    assert [(line["audit"], line["result"]) for line in audit_lines(err)] == [
+        ("replayDelivery", "ok")]
+    _, _, err = run(capsys, database_url, "configs", "resume", "no-such-config")
+    assert [line["result"] for line in audit_lines(err)] == ["NOT_FOUND"]
+    _, _, err = run(capsys, database_url, "deliveries", "list")
+    assert audit_lines(err) == []  # reading changes nothing and leaves no line
