@@ -19,12 +19,13 @@ from tests.reliability.run import Options
 from tests.reliability.secrets import secrets
 
 # Small runs with timeouts a busy machine cannot mistake an answer for: an HTTP timeout of
-# 10 s (the flaky receiver's hangs and slow bodies last 30 s and more, the hostile ones 100 s
-# and more), claims that go stale only after a minute, twenty minutes for a run to settle.
+# 5 s (the flaky receiver's hangs and slow bodies last 30 s and more, the hostile ones 100 s
+# and more), claims that go stale only after 30 s (six HTTP timeouts), twenty minutes for a
+# run to settle.
 FAST = Options(events=600, configs=2, kill_every=2.0, max_kills=3, rate=300.0,
                session_timeout=2.0, outage=3.0, freeze=11.0, deadline=1200.0, per_kind=3,
-               ssrf_rounds=2, poison_messages=500, secret_configs=6, http_timeout=10.0,
-               hostile_timeout=10.0, claim_timeout=60.0)
+               ssrf_rounds=2, poison_messages=500, secret_configs=6, http_timeout=5.0,
+               hostile_timeout=5.0, claim_timeout=30.0)
 
 
 def settled(verdict) -> dict:
