@@ -26,6 +26,7 @@ from service.local.postgres import (
     dev_base,
     wheel_dirs,
 )
+from service.runtime.heap import freeze_startup_objects
 from service.runtime.logs import configure
 from service.runtime.settings import Settings
 from service.runtime.status_server import start_listening
@@ -96,6 +97,7 @@ def _serve(settings: Settings, postgres: LocalPostgres) -> int:
     start_listening(server, "PORT")
     worker = Worker(settings, telemetry=telemetry)
     worker.start()
+    freeze_startup_objects()
     kafka = (f"  Kafka       {settings.kafka_bootstrap_servers}  topic "
              f"{','.join(settings.kafka_topics)}\n" if settings.kafka_bootstrap_servers else "")
     say(

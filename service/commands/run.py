@@ -10,6 +10,7 @@ import sys
 from service.commands.registry import EXIT_OK, command
 from service.policy.durations import format_duration
 from service.runtime import early_stop
+from service.runtime.heap import freeze_startup_objects
 from service.runtime.logs import configure
 from service.runtime.settings import Settings
 from service.runtime.startup import wait_for_database
@@ -23,7 +24,9 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     if not wait_for_database(settings.require_database_url(), settings.startup_timeout,
                              stopped=early_stop.received):
         return EXIT_OK  # stopped before it started: nothing to hand back
-    return Worker(settings).run()
+    worker = Worker(settings)
+    freeze_startup_objects()
+    return worker.run()
 
 
 @command("web", "serve the GraphQL API with gunicorn's gevent worker on $PORT")
