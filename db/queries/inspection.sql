@@ -15,13 +15,17 @@ AND (NOT %(replayable_only)s
      OR (d.status IN ('failed', 'pending')
          AND d.config_id IN (SELECT id FROM configs WHERE active AND deleted_at IS NULL)))
 
--- list_deliveries_newest --
--- Page through the deliveries a filter matches, newest first (by creation time, then id), below a (created_at, id) cursor, each with its config's name; each filter's (filter, created_at, id) index serves a first page, a deep page and an old window alike
+-- delivery_summary --
+-- A delivery as the listings show it, with its config's name, from the deliveries as `d` (included by the list statements below, before their filter)
 SELECT d.id, coalesce(d.webhook_id, d.id::text) AS webhook_id, d.event_id, d.event_type,
        d.config_id, d.status, d.attempt_count, d.replay_generation, d.next_attempt_at,
        d.last_status_code, d.last_error, d.created_at, d.updated_at,
        (SELECT c.name FROM configs c WHERE c.id = d.config_id) AS config_name
 FROM deliveries d
+
+-- list_deliveries_newest --
+-- Page through the deliveries a filter matches, newest first (by creation time, then id), below a (created_at, id) cursor, each with its config's name; each filter's (filter, created_at, id) index serves a first page, a deep page and an old window alike
+/* include delivery_summary */
 WHERE /* include delivery_filter */
   AND (%(cursor_id)s::bigint IS NULL
        OR (d.created_at, d.id) < (%(cursor_time)s::timestamptz, %(cursor_id)s::bigint))
@@ -30,11 +34,7 @@ LIMIT %(limit)s
 
 -- list_deliveries_oldest --
 -- Page through the deliveries a filter matches, oldest first (by creation time, then id), above a (created_at, id) cursor (paging newest-first listings backwards)
-SELECT d.id, coalesce(d.webhook_id, d.id::text) AS webhook_id, d.event_id, d.event_type,
-       d.config_id, d.status, d.attempt_count, d.replay_generation, d.next_attempt_at,
-       d.last_status_code, d.last_error, d.created_at, d.updated_at,
-       (SELECT c.name FROM configs c WHERE c.id = d.config_id) AS config_name
-FROM deliveries d
+/* include delivery_summary */
 WHERE /* include delivery_filter */
   AND (%(cursor_id)s::bigint IS NULL
        OR (d.created_at, d.id) > (%(cursor_time)s::timestamptz, %(cursor_id)s::bigint))
@@ -43,11 +43,7 @@ LIMIT %(limit)s
 
 -- list_deliveries_due_soonest --
 -- Page through the deliveries a filter matches that have a next attempt time, soonest first, after a (time, id) cursor
-SELECT d.id, coalesce(d.webhook_id, d.id::text) AS webhook_id, d.event_id, d.event_type,
-       d.config_id, d.status, d.attempt_count, d.replay_generation, d.next_attempt_at,
-       d.last_status_code, d.last_error, d.created_at, d.updated_at,
-       (SELECT c.name FROM configs c WHERE c.id = d.config_id) AS config_name
-FROM deliveries d
+/* include delivery_summary */
 WHERE /* include delivery_filter */
   AND d.next_attempt_at IS NOT NULL
   AND (%(cursor_id)s::bigint IS NULL
@@ -57,11 +53,7 @@ LIMIT %(limit)s
 
 -- list_deliveries_due_latest --
 -- Page through the deliveries a filter matches that have a next attempt time, latest first, before a (time, id) cursor (paging the soonest-first listing backwards)
-SELECT d.id, coalesce(d.webhook_id, d.id::text) AS webhook_id, d.event_id, d.event_type,
-       d.config_id, d.status, d.attempt_count, d.replay_generation, d.next_attempt_at,
-       d.last_status_code, d.last_error, d.created_at, d.updated_at,
-       (SELECT c.name FROM configs c WHERE c.id = d.config_id) AS config_name
-FROM deliveries d
+/* include delivery_summary */
 WHERE /* include delivery_filter */
   AND d.next_attempt_at IS NOT NULL
   AND (%(cursor_id)s::bigint IS NULL
