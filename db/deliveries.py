@@ -120,8 +120,11 @@ def claim_due(pool: ConnectionPool, *, owner: str, limit: int,
         token = uuid.uuid4()
         try:
             with pool.statement() as cursor:
-                cursor.execute_prepared("claim_due_deliveries", {**params, "token": str(token)})
+                cursor.execute_prepared("claim_due_deliveries", {**params, "token": str(token)},
+                                        flush_later=True)
                 rows = as_dicts(cursor)
+                if rows:  # sent only once the claim is on disk
+                    cursor.wait_for_flush()
         except Raced:
             continue
         return [as_type(Claimed, row, token=token) for row in rows]
@@ -163,7 +166,8 @@ def record_and_settle(pool: ConnectionPool, results: Sequence[AttemptResult],
         **rules.params(),
     }
     with pool.statement() as cursor:
-        cursor.execute_prepared("record_and_settle", params)
+        cursor.execute_prepared("record_and_settle", params, flush_later=True)
+        cursor.wait_for_flush()  # recorded only once on disk
         rows = as_dicts(cursor)
     moved = [_moved(row, token=uuid.UUID(str(row["claim_token"])))
              for row in rows if row["kind"] == "moved"]

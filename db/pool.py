@@ -46,7 +46,8 @@ class _Cursor(psycopg2.extensions.cursor):
         except ValueError as error:
             raise InvalidData(f"cannot send a parameter: {error}") from error
 
-    def execute_prepared(self, name: str, params: dict[str, Any]) -> None:
+    def execute_prepared(self, name: str, params: dict[str, Any], *,
+                         flush_later: bool = False) -> None:
         """Run the named statement as a server-side prepared statement of this connection.
 
         For the statements a worker runs many times a second: PostgreSQL parses and plans
@@ -54,6 +55,13 @@ class _Cursor(psycopg2.extensions.cursor):
         claim and the record). Prepared at first use: the placeholders become $1, $2, ...
         in order of first appearance, each of them cast in the statement (`%(limit)s::integer`)
         so that its type is the one written, never one PostgreSQL guessed.
+
+        `flush_later` (autocommit only): the statement's transaction commits without waiting
+        for its WAL to reach the disk, so the row locks it took are released at once instead
+        of after a disk sync that other workers' statements would queue behind. The caller
+        must then call `wait_for_flush()` before acting on the result: together they are as
+        durable as a synchronous commit, since nothing is done with an unflushed commit, and
+        anything that read it commits after it and so flushes it first.
         """
         execute = self.connection.prepared.get(name)
         if execute is None:
@@ -61,7 +69,22 @@ class _Cursor(psycopg2.extensions.cursor):
             self.execute(f"PREPARE {name} AS {text}")
             arguments = ", ".join(f"%({n})s::{t}" for n, t in parameters)
             execute = self.connection.prepared[name] = f"EXECUTE {name} ({arguments})"
+        if flush_later:
+            if not self.connection.autocommit:
+                raise ValueError("flush_later needs an autocommit connection")
+            # One query, one implicit transaction: the setting ends with it.
+            execute = "SET LOCAL synchronous_commit TO off; " + execute
         self.execute(execute, params)
+
+    def wait_for_flush(self) -> None:
+        """Return once everything committed so far is on disk (see `execute_prepared`).
+
+        `setval` always writes WAL and takes no row lock, so this small transaction commits
+        synchronously, flushing the WAL up to its own commit, and waits for no other
+        statement. Run on a cursor of its own: this cursor's rows stay readable.
+        """
+        with self.connection.cursor() as flush:
+            flush.execute("SELECT setval('commit_flush', 1)")
 
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s(?:::(\w+(?:\[\])?))?")

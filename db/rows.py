@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -29,6 +30,10 @@ def as_type(cls: type[T], row: Mapping[str, Any], **given: Any) -> T:
     Columns no field is named after (a statement's bookkeeping, such as the count that makes
     it send a wake-up) are left out; a field with neither a column nor a default raises.
     """
-    columns = {field.name: row[field.name] for field in dataclasses.fields(cls)
-               if field.name in row and field.name not in given}
+    columns = {name: row[name] for name in _field_names(cls) if name in row and name not in given}
     return cls(**columns, **given)
+
+
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(cls))
