@@ -106,6 +106,13 @@ class TemplateCopies:
             sql, self._server_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)",
             autocommit=True))
 
+    def settle(self) -> None:
+        """Wait until no copy or drop is under way. Before a fork: under gevent the child's
+        hub runs the greenlets it inherits, and one of them closing its connection there ends
+        the parent's statement on it ("server closed the connection unexpectedly")."""
+        self._next.join()
+        gevent.joinall(self._drops)
+
     def close(self) -> None:
         self._next.join()  # the spare is dropped with the factory's other databases
         gevent.joinall(self._drops, raise_error=True)  # a drop that failed fails the session

