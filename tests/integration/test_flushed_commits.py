@@ -40,12 +40,12 @@ def test_a_claim_commits_unflushed_and_is_on_disk_once_the_flush_returns(lazy_wa
             cursor.execute_prepared("claim_due_deliveries",
                                     {**CLAIM, "token": str(uuid.uuid4())}, flush_later=True)
             assert cursor.rowcount == 1
-            with pool_cursor(cursor) as probe:
+            with cursor.connection.cursor() as probe:  # the claim's rows stay readable
                 probe.execute("SELECT pg_current_wal_insert_lsn()::text")
                 committed = probe.fetchone()[0]  # at or past the claim's commit record
                 assert not _flushed_past(probe, committed), "the claim waited for the disk"
             cursor.wait_for_flush()
-            with pool_cursor(cursor) as probe:
+            with cursor.connection.cursor() as probe:
                 assert _flushed_past(probe, committed)
                 # The setting ended with the claim's transaction: later statements are durable.
                 probe.execute("SHOW synchronous_commit")
@@ -84,9 +84,3 @@ def _synchronous_commit(pool: ConnectionPool) -> str:
         cursor.execute("SHOW synchronous_commit")
         return cursor.fetchone()[0]
 
-
-@contextlib.contextmanager
-def pool_cursor(cursor):
-    """Another cursor of `cursor`'s connection (its rows stay readable)."""
-    with cursor.connection.cursor() as other:
-        yield other
