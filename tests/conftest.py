@@ -23,7 +23,7 @@ from service.runtime.settings import Settings  # noqa: E402
 from tests.database import dsn_for, sql  # noqa: E402
 from tests.factories import Factories  # noqa: E402
 
-pytest_plugins = ["tests.receivers", "tests.kafka"]
+pytest_plugins = ["tests.receivers", "tests.kafka", "tests.shards"]
 
 # Property tests check properties, not speed: no per-example deadline, and no failure because
 # generating examples is slow on a busy machine.

@@ -31,14 +31,18 @@ def test_rejected_messages_show_their_reason_and_bytes_and_deliveries_page_both_
     assert "e25vdCBqc29uAP8=" in item.inner_text()  # the raw bytes, base64
     shoot(page, "rejected")
 
+    # A row is known by its delivery's link: text=1 would also match 11 on the page before.
+    def row(delivery_id):
+        return f"tbody a[href='#/deliveries/{delivery_id}']"
+
     page.goto(f"{service_url}/#/deliveries?config={config.id}")
-    page.wait_for_selector(f"table >> text={ids[-1]}")  # newest first
+    page.wait_for_selector(row(ids[-1]))  # newest first
     first_page = page.locator("tbody tr").count()
     page.click("a[rel=next]")
-    page.wait_for_selector(f"table >> text={ids[0]}")
+    page.wait_for_selector(row(ids[0]))
     assert first_page + page.locator("tbody tr").count() == len(ids)
     page.click("a[rel=prev]")
-    page.wait_for_selector(f"table >> text={ids[-1]}")
+    page.wait_for_selector(row(ids[-1]))
     assert page.locator("tbody tr").count() == first_page
     assert console.errors == []
 

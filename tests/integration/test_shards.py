@@ -1,0 +1,80 @@
+"""A whole-suite run splits into two pytest processes (tests/shards.py): proved on a small
+project of its own, so that a failure in either half fails the run and both reports show."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests import shards
+from tests.processes import ROOT
+
+PROJECT_INI = """\
+[pytest]
+testpaths = checks
+addopts = -p tests.shards -p no:cacheprovider
+"""
+
+
+def _project(tmp_path, files: dict[str, str]):
+    (tmp_path / "pytest.ini").write_text(PROJECT_INI)
+    (tmp_path / "checks").mkdir()
+    for name, body in files.items():
+        (tmp_path / "checks" / name).write_text(textwrap.dedent(body))
+    return tmp_path
+
+
+def _pytest(project, *args, **env):
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *args], cwd=project, capture_output=True, text=True,
+        timeout=300, check=False,
+        env={**{k: v for k, v in os.environ.items() if k != shards.OFF},
+             "PYTHONPATH": str(ROOT), **env})
+
+
+PASSING = {f"test_{n}.py": f"def test_{n}_a():\n    pass\n\ndef test_{n}_b():\n    pass\n"
+           for n in ("one", "two", "three", "four")}
+
+
+def test_a_whole_run_is_split_and_reports_both_halves(tmp_path):
+    result = _pytest(_project(tmp_path, PASSING), "-v")
+    assert result.returncode == 0, result.stdout
+    assert "the other half of the test files (exit code 0)" in result.stdout
+    for n in ("one", "two", "three", "four"):  # each test ran once, in one half or the other
+        assert result.stdout.count(f"test_{n}.py::test_{n}_a PASSED") == 1, result.stdout
+    assert result.stdout.count("4 passed, 4 deselected") == 2
+
+
+@pytest.mark.parametrize("failing", ["one", "four"])
+def test_a_failure_in_either_half_fails_the_run(tmp_path, failing):
+    files = dict(PASSING)
+    files[f"test_{failing}.py"] = f"def test_{failing}_a():\n    assert False, 'broken'\n"
+    result = _pytest(_project(tmp_path, files))
+    assert result.returncode == 1, result.stdout
+    assert f"FAILED checks/test_{failing}.py::test_{failing}_a" in result.stdout
+
+
+def test_a_run_given_paths_or_told_not_to_is_not_split(tmp_path):
+    project = _project(tmp_path, PASSING)
+    for result in (_pytest(project, "checks"), _pytest(project, **{shards.OFF: "1"})):
+        assert result.returncode == 0, result.stdout
+        assert "other half" not in result.stdout and "8 passed" in result.stdout
+
+
+def test_a_narrow_selection_runs_once_and_an_empty_one_is_still_no_tests(tmp_path):
+    project = _project(tmp_path, PASSING)
+    narrow = _pytest(project, "-v", "-k", "two")
+    assert narrow.returncode == 0, narrow.stdout
+    assert narrow.stdout.count("test_two.py::test_two_a PASSED") == 1
+    empty = _pytest(project, "-k", "nothing_matches")
+    assert empty.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, empty.stdout
+
+
+def test_files_are_split_by_weight_the_heaviest_first():
+    files = {"a.py": 10, "b.py": 10, "c.py": 1, "d.py": 1}
+    halves = shards.split(files)
+    assert halves[0] | halves[1] == set(files) and not halves[0] & halves[1]
+    assert not any({"a.py", "b.py"} <= half for half in halves)  # the heavy two are apart
+    assert shards.split(files) == halves  # the same in both processes

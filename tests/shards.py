@@ -1,0 +1,213 @@
+"""Run the whole suite as two pytest processes side by side, each with its own servers.
+
+The suite mostly waits (on worker processes, sockets, brokers and browsers), so two halves
+running at once take little more than the longer half. pytest-xdist cannot be used: its
+workers do not start under gevent's monkey-patching. So a plain `python -m pytest` with no
+test paths collects as usual, keeps its share of the test files, and starts a second
+`python -m pytest ... --shard=2/2` that keeps the other files; it waits for that process at
+the end, prints its report, and fails the session if the other half failed (or ran none of
+the files it was given: a fault of the split).
+
+Files go to the halves by their measured seconds (WEIGHTS, from a full run; a file not listed
+counts PER_TEST seconds a test), the heaviest first, each to the lighter half. Both processes
+collect the same tests with the same options, so they compute the same split. Set
+WEBHOOKS_TEST_SHARDS=1 to run everything in one process; a run given test paths, or
+`--collect-only`, is never split.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+OFF = "WEBHOOKS_TEST_SHARDS"  # "1": one process
+PER_TEST = 0.02  # seconds a test of a file not in WEIGHTS counts for
+OTHER_HALF_TIMEOUT = 60 * 60  # seconds to wait for the other half once this one is done
+INTERRUPT_GRACE = 60  # seconds an interrupted other half has to tear down its servers
+# Seconds each file of 2 s or more took in a full run on a 2-core machine, 3 December 2026
+# (pytest's junit report: setup, call and teardown). Only the balance depends on them.
+WEIGHTS: dict[str, float] = {
+    "tests/integration/test_chaos.py": 186,
+    "tests/integration/test_shards.py": 35,
+    "tests/integration/test_kafka_undecodable_batches.py": 61,
+    "tests/integration/test_bench_smoke.py": 32,
+    "tests/integration/test_kafka_transactions_and_idempotence.py": 30,
+    "tests/integration/test_history_bench.py": 29,
+    "tests/api/test_schemathesis.py": 25,
+    "tests/browser/test_rejected_errors_and_layout.py": 22,
+    "tests/integration/test_worker_processes.py": 19,
+    "tests/integration/test_kafka_workers.py": 18,
+    "tests/browser/test_deliveries_and_replay.py": 18,
+    "tests/browser/test_config_pages.py": 18,
+    "tests/integration/test_kafka_outages.py": 16,
+    "tests/integration/test_hostile_endpoints.py": 16,
+    "tests/integration/test_commands.py": 16,
+    "tests/integration/test_classification.py": 14,
+    "tests/browser/test_sign_in_and_roles.py": 14,
+    "tests/integration/test_backfill.py": 12,
+    "tests/api/test_gunicorn.py": 12,
+    "tests/integration/test_dev.py": 11,
+    "tests/integration/test_kafka_ingest.py": 11,
+    "tests/api/test_robustness.py": 10,
+    "tests/integration/test_kafka_codecs_and_large_batches.py": 9,
+    "tests/integration/test_kafka_keys_headers_and_trace_context.py": 9,
+    "tests/integration/test_endpoint_isolation.py": 9,
+    "tests/integration/test_budgets.py": 9,
+    "tests/integration/test_procfile.py": 8,
+    "tests/integration/test_migrations.py": 8,
+    "tests/integration/test_browser_skip.py": 8,
+    "tests/api/test_audit.py": 7,
+    "tests/integration/test_claim_fairness_and_caps.py": 7,
+    "tests/integration/test_readme.py": 7,
+    "tests/api/test_access.py": 6,
+    "tests/integration/test_kafka_bench.py": 6,
+    "tests/api/test_config_health.py": 5,
+    "tests/integration/test_flushed_commits.py": 5,
+    "tests/integration/test_kafka_dev.py": 5,
+    "tests/integration/test_connection_pool.py": 5,
+    "tests/unit/test_read_committed.py": 5,
+    "tests/api/test_replay.py": 5,
+    "tests/integration/test_unstorable_responses.py": 5,
+    "tests/integration/test_oncall_cli.py": 5,
+    "tests/integration/test_kafka_fuzz.py": 4,
+    "tests/unit/test_zero_histograms.py": 4,
+    "tests/integration/test_endpoint_health_processes.py": 4,
+    "tests/api/test_configs.py": 4,
+    "tests/integration/test_recovery.py": 4,
+    "tests/api/test_dashboard_api.py": 4,
+    "tests/api/test_tokens_cli.py": 3,
+    "tests/api/test_bulk_replay.py": 3,
+    "tests/integration/test_circuit_breaker.py": 3,
+    "tests/api/test_deliveries.py": 3,
+    "tests/unit/test_classify.py": 3,
+    "tests/integration/test_kafka_lag.py": 3,
+    "tests/unit/test_layers.py": 2,
+    "tests/api/test_publish.py": 2,
+    "tests/integration/test_config_changes.py": 2,
+    "tests/api/test_end_to_end.py": 2,
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--shard", default=None, metavar="K/N",
+                     help="run only the K-th of N halves of the test files (set by the "
+                          "suite itself when it splits a full run in two)")
+
+
+def split(files: dict[str, int], shards: int = 2) -> list[set[str]]:
+    """Return the files of each shard: the heaviest first, each to the lightest shard."""
+    loads = [0.0] * shards
+    halves: list[set[str]] = [set() for _ in range(shards)]
+    weight = {name: WEIGHTS.get(name, count * PER_TEST) for name, count in files.items()}
+    for name in sorted(files, key=lambda n: (-weight[n], n)):
+        lightest = loads.index(min(loads))
+        halves[lightest].add(name)
+        loads[lightest] += weight[name]
+    return halves
+
+
+def _file_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _should_split(config: pytest.Config) -> bool:
+    """Split a run of the whole suite (no test paths given), unless told not to."""
+    return (os.environ.get(OFF) != "1" and not config.option.collectonly
+            and config.args_source == pytest.Config.ArgsSource.TESTPATHS)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    shard = config.getoption("--shard")
+    if shard is None and not _should_split(config):
+        return
+    index, _, count = (shard or "1/2").partition("/")
+    files: dict[str, int] = {}
+    for item in items:
+        files[_file_of(item)] = files.get(_file_of(item), 0) + 1
+    halves = split(files, int(count))
+    if shard is None and not all(halves):
+        return  # too few files to split: all of them here
+    keep = halves[int(index) - 1]
+    kept = [item for item in items if _file_of(item) in keep]
+    dropped = [item for item in items if _file_of(item) not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
+    if shard is None:
+        config.stash[_OTHER] = _OtherHalf.start(config, other=f"2/{count}")
+
+
+class _OtherHalf:
+    """The second pytest process of a split run, its output in a temporary file."""
+
+    def __init__(self, process: subprocess.Popen, output: Path, started: float) -> None:
+        self.process = process
+        self.output = output
+        self.started = started
+
+    @classmethod
+    def start(cls, config: pytest.Config, *, other: str) -> _OtherHalf:
+        output = Path(tempfile.mkstemp(prefix="webhooks-tests-other-half-", suffix=".txt")[1])
+        args = [*map(str, config.invocation_params.args), f"--shard={other}"]
+        with output.open("w") as sink:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "pytest", *args], cwd=config.invocation_params.dir,
+                stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        half = cls(process, output, time.monotonic())
+        config.add_cleanup(half.stop)
+        return half
+
+    def wait(self) -> tuple[int, str]:
+        """Return the other half's exit code and report (killed after OTHER_HALF_TIMEOUT)."""
+        try:
+            code = self.process.wait(OTHER_HALF_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait()
+            return code or 1, self._read() + "\n(the other half was killed: it ran too long)"
+        return code, self._read()
+
+    def stop(self) -> None:
+        """Interrupt the other half if it still runs (as Ctrl-C would: it tears down its
+        servers), then forget its report."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(INTERRUPT_GRACE)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.output.unlink(missing_ok=True)
+
+    def _read(self) -> str:
+        return self.output.read_text(errors="replace")
+
+
+_OTHER = pytest.StashKey[_OtherHalf]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    other = session.config.stash.get(_OTHER, None)
+    if other is None or exitstatus == pytest.ExitCode.INTERRUPTED:
+        return  # interrupted: the cleanup interrupts the other half too
+    code, report = other.wait()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_sep("=", f"the other half of the test files (exit code {code})")
+        reporter.write(report)
+        reporter.write_sep("=", "this half")
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        session.exitstatus = code  # everything selected was in the other half, if anything
+    elif exitstatus == pytest.ExitCode.OK and code != pytest.ExitCode.OK:
+        session.exitstatus = (pytest.ExitCode.TESTS_FAILED
+                              if code == pytest.ExitCode.NO_TESTS_COLLECTED else code)
