@@ -11,8 +11,8 @@ the files it was given: a fault of the split).
 Files go to the halves by their measured seconds (WEIGHTS, from a full run; a file not listed
 counts PER_TEST seconds a test), the heaviest first, each to the lighter half. Both processes
 collect the same tests with the same options, so they compute the same split. Set
-WEBHOOKS_TEST_SHARDS=1 to run everything in one process; a run given test paths, or
-`--collect-only`, is never split.
+WEBHOOKS_TEST_SHARDS=1 to run everything in one process; a run given test paths,
+`--collect-only`, `--pdb` or `--junitxml` is never split.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -118,8 +117,11 @@ def _file_of(item: pytest.Item) -> str:
 
 
 def _should_split(config: pytest.Config) -> bool:
-    """Split a run of the whole suite (no test paths given), unless told not to."""
-    return (os.environ.get(OFF) != "1" and not config.option.collectonly
+    """Split a run of the whole suite (no test paths given), unless told not to, or asked
+    for something two processes cannot share (a debugger, one junit report file)."""
+    option = config.option
+    return (os.environ.get(OFF) != "1" and not option.collectonly and not option.usepdb
+            and not getattr(option, "xmlpath", None)
             and config.args_source == pytest.Config.ArgsSource.TESTPATHS)
 
 
@@ -149,36 +151,42 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 class _OtherHalf:
     """The second pytest process of a split run, its output in a temporary file."""
 
-    def __init__(self, process: subprocess.Popen, output: Path, started: float) -> None:
+    def __init__(self, process: subprocess.Popen, output: Path) -> None:
         self.process = process
         self.output = output
-        self.started = started
 
     @classmethod
     def start(cls, config: pytest.Config, *, other: str) -> _OtherHalf:
-        output = Path(tempfile.mkstemp(prefix="webhooks-tests-other-half-", suffix=".txt")[1])
+        descriptor, name = tempfile.mkstemp(prefix="webhooks-tests-other-half-", suffix=".txt")
+        os.close(descriptor)
+        output = Path(name)
         args = [*map(str, config.invocation_params.args), f"--shard={other}"]
         with output.open("w") as sink:
             process = subprocess.Popen(
                 [sys.executable, "-m", "pytest", *args], cwd=config.invocation_params.dir,
                 stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        half = cls(process, output, time.monotonic())
+        half = cls(process, output)
         config.add_cleanup(half.stop)
         return half
 
     def wait(self) -> tuple[int, str]:
-        """Return the other half's exit code and report (killed after OTHER_HALF_TIMEOUT)."""
+        """Return the other half's exit code and report (interrupted after
+        OTHER_HALF_TIMEOUT)."""
         try:
             code = self.process.wait(OTHER_HALF_TIMEOUT)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait()
-            return code or 1, self._read() + "\n(the other half was killed: it ran too long)"
+            self._interrupt()
+            return (pytest.ExitCode.INTERRUPTED,
+                    self._read() + "\n(the other half was interrupted: it ran too long)")
         return code, self._read()
 
     def stop(self) -> None:
-        """Interrupt the other half if it still runs (as Ctrl-C would: it tears down its
-        servers), then forget its report."""
+        """Interrupt the other half if it still runs, then forget its report."""
+        self._interrupt()
+        self.output.unlink(missing_ok=True)
+
+    def _interrupt(self) -> None:
+        """Stop the other half as Ctrl-C would (it tears down its servers), or kill it."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:
@@ -186,7 +194,6 @@ class _OtherHalf:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        self.output.unlink(missing_ok=True)
 
     def _read(self) -> str:
         return self.output.read_text(errors="replace")

@@ -56,11 +56,14 @@ def test_a_failure_in_either_half_fails_the_run(tmp_path, failing):
     assert f"FAILED checks/test_{failing}.py::test_{failing}_a" in result.stdout
 
 
-def test_a_run_given_paths_or_told_not_to_is_not_split(tmp_path):
+def test_a_run_given_paths_one_report_file_or_told_not_to_is_not_split(tmp_path):
     project = _project(tmp_path, PASSING)
-    for result in (_pytest(project, "checks"), _pytest(project, **{shards.OFF: "1"})):
+    report = tmp_path / "report.xml"
+    for result in (_pytest(project, "checks"), _pytest(project, f"--junitxml={report}"),
+                   _pytest(project, **{shards.OFF: "1"})):
         assert result.returncode == 0, result.stdout
         assert "other half" not in result.stdout and "8 passed" in result.stdout
+    assert 'tests="8"' in report.read_text()
 
 
 def test_a_narrow_selection_runs_once_and_an_empty_one_is_still_no_tests(tmp_path):
