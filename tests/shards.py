@@ -213,8 +213,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         reporter.write_sep("=", f"the other half of the test files (exit code {code})")
         reporter.write(report)
         reporter.write_sep("=", "this half")
-    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
-        session.exitstatus = code  # everything selected was in the other half, if anything
-    elif exitstatus == pytest.ExitCode.OK and code != pytest.ExitCode.OK:
-        session.exitstatus = (pytest.ExitCode.TESTS_FAILED
-                              if code == pytest.ExitCode.NO_TESTS_COLLECTED else code)
+    if exitstatus == pytest.ExitCode.OK and code != pytest.ExitCode.OK:
+        session.exitstatus = _failure(code)
+
+
+def _failure(code: int) -> int:
+    """Return the exit code of a run whose other half ended with `code` (not 0): its own,
+    but a fault when it ran none of the files it was given, or died of a signal."""
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        return pytest.ExitCode.TESTS_FAILED
+    return code if code > 0 else pytest.ExitCode.INTERNAL_ERROR

@@ -81,3 +81,9 @@ def test_files_are_split_by_weight_the_heaviest_first():
     assert halves[0] | halves[1] == set(files) and not halves[0] & halves[1]
     assert not any({"a.py", "b.py"} <= half for half in halves)  # the heavy two are apart
     assert shards.split(files) == halves  # the same in both processes
+
+
+@pytest.mark.parametrize(("code", "reported"), [
+    (1, 1), (2, 2), (3, 3), (5, 1), (-9, 3)])
+def test_an_other_half_that_failed_ran_nothing_or_died_fails_the_run(code, reported):
+    assert shards._failure(code) == reported
