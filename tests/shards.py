@@ -4,26 +4,31 @@ The suite mostly waits (on worker processes, sockets, brokers and browsers), so 
 running at once take little more than the longer half. pytest-xdist cannot be used: its
 workers do not start under gevent's monkey-patching. So a plain `python -m pytest` with no
 test paths collects as usual, keeps its share of the test files, and starts a second
-`python -m pytest ... --shard=2/2` that keeps the other files; it waits for that process at
-the end, prints its report, and fails the session if the other half failed (or ran none of
-the files it was given: a fault of the split).
+`python -m pytest ... --shard=FILE` for the other files; once its own tests and fixtures are
+done it waits for that process, prints its report, and fails the session if the other half
+failed, died, or did not collect a file it was given.
 
 Files go to the halves by their measured seconds (WEIGHTS, from a full run; a file not listed
-counts PER_TEST seconds a test), the heaviest first, each to the lighter half. Both processes
-collect the same tests with the same options, so they compute the same split. Set
-WEBHOOKS_TEST_SHARDS=1 to run everything in one process; a run given test paths,
-`--collect-only`, `--pdb` or `--junitxml` is never split.
+counts PER_TEST seconds a test), the heaviest first, each to the lighter half. The first
+process writes the second's files (and its own) to FILE, so both never disagree on who runs
+what. Ctrl-C stops both (the second, in its own process group, gets one SIGINT from the
+first and tears its servers down); if the first dies without stopping it, the second
+interrupts itself. Set WEBHOOKS_TEST_SHARDS=1 to run everything in one process; a run given
+test paths, `--collect-only`, `--pdb`, `--trace`, `--junitxml` or `--basetemp` is never split.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+import gevent
 import pytest
 
 OFF = "WEBHOOKS_TEST_SHARDS"  # "1": one process
@@ -95,9 +100,9 @@ WEIGHTS: dict[str, float] = {
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--shard", default=None, metavar="K/N",
-                     help="run only the K-th of N halves of the test files (set by the "
-                          "suite itself when it splits a full run in two)")
+    parser.addoption("--shard", default=None, metavar="FILE",
+                     help="run only the test files FILE lists (JSON: `mine`, and `theirs` "
+                          "run elsewhere); set by the suite itself when it splits a full run")
 
 
 def split(files: dict[str, int], shards: int = 2) -> list[set[str]]:
@@ -118,54 +123,81 @@ def _file_of(item: pytest.Item) -> str:
 
 def _should_split(config: pytest.Config) -> bool:
     """Split a run of the whole suite (no test paths given), unless told not to, or asked
-    for something two processes cannot share (a debugger, one junit report file)."""
+    for something two processes cannot share (a debugger, one junit report file, one base
+    temporary folder)."""
     option = config.option
     return (os.environ.get(OFF) != "1" and not option.collectonly and not option.usepdb
-            and not getattr(option, "xmlpath", None)
+            and not option.trace and not getattr(option, "xmlpath", None)
+            and not option.basetemp
             and config.args_source == pytest.Config.ArgsSource.TESTPATHS)
+
+
+def _deselect(config: pytest.Config, items: list[pytest.Item], keep: set[str]) -> None:
+    dropped = [item for item in items if _file_of(item) not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = [item for item in items if _file_of(item) in keep]
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    shard = config.getoption("--shard")
-    if shard is None and not _should_split(config):
-        return
-    index, _, count = (shard or "1/2").partition("/")
     files: dict[str, int] = {}
     for item in items:
         files[_file_of(item)] = files.get(_file_of(item), 0) + 1
-    halves = split(files, int(count))
-    if shard is None and not all(halves):
+    shard = config.getoption("--shard")
+    if shard is not None:  # the other half: exactly the files this half was given
+        given = json.loads(Path(shard).read_text())
+        missing = sorted(set(given["mine"]) - set(files))
+        if missing:
+            raise pytest.UsageError(f"the split gave this half files it did not collect: "
+                                    f"{', '.join(missing)}")
+        # A file only this process collected is run here rather than nowhere.
+        _deselect(config, items, set(files) - set(given["theirs"]))
+        _watch_parent(os.getppid())
+        return
+    if not _should_split(config):
+        return
+    mine, theirs = split(files)
+    if not theirs:
         return  # too few files to split: all of them here
-    keep = halves[int(index) - 1]
-    kept = [item for item in items if _file_of(item) in keep]
-    dropped = [item for item in items if _file_of(item) not in keep]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-    items[:] = kept
-    if shard is None:
-        config.stash[_OTHER] = _OtherHalf.start(config, other=f"2/{count}")
+    _deselect(config, items, mine)
+    config.stash[_OTHER] = _OtherHalf.start(config, mine=mine, theirs=theirs)
+
+
+def _watch_parent(parent: int) -> None:
+    """Interrupt this process, as Ctrl-C would (its servers torn down), if the process that
+    started it dies without stopping it (killed, or timed out by CI)."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            gevent.sleep(1)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    gevent.spawn(watch)
 
 
 class _OtherHalf:
     """The second pytest process of a split run, its output in a temporary file."""
 
-    def __init__(self, process: subprocess.Popen, output: Path) -> None:
+    def __init__(self, process: subprocess.Popen, folder: Path) -> None:
         self.process = process
-        self.output = output
+        self.folder = folder
 
     @classmethod
-    def start(cls, config: pytest.Config, *, other: str) -> _OtherHalf:
-        descriptor, name = tempfile.mkstemp(prefix="webhooks-tests-other-half-", suffix=".txt")
-        os.close(descriptor)
-        output = Path(name)
-        args = [*map(str, config.invocation_params.args), f"--shard={other}"]
+    def start(cls, config: pytest.Config, *, mine: set[str], theirs: set[str]) -> _OtherHalf:
+        folder = Path(tempfile.mkdtemp(prefix="webhooks-tests-other-half-"))
+        files = folder / "files.json"
+        files.write_text(json.dumps({"mine": sorted(theirs), "theirs": sorted(mine)}))
+        output = folder / "report.txt"
+        args = [*map(str, config.invocation_params.args), f"--shard={files}"]
         with output.open("w") as sink:
+            # Its own process group: Ctrl-C in a terminal reaches this half alone, which
+            # passes one SIGINT on (a second one would cut the other half's teardown short).
             process = subprocess.Popen(
                 [sys.executable, "-m", "pytest", *args], cwd=config.invocation_params.dir,
-                stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        half = cls(process, output)
+                stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                process_group=0)
+        half = cls(process, folder)
         config.add_cleanup(half.stop)
         return half
 
@@ -183,7 +215,7 @@ class _OtherHalf:
     def stop(self) -> None:
         """Interrupt the other half if it still runs, then forget its report."""
         self._interrupt()
-        self.output.unlink(missing_ok=True)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def _interrupt(self) -> None:
         """Stop the other half as Ctrl-C would (it tears down its servers), or kill it."""
@@ -196,18 +228,23 @@ class _OtherHalf:
                 self.process.wait()
 
     def _read(self) -> str:
-        return self.output.read_text(errors="replace")
+        return (self.folder / "report.txt").read_text(errors="replace")
 
 
 _OTHER = pytest.StashKey[_OtherHalf]()
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(trylast=True)  # after this half's own session fixtures are torn down
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     other = session.config.stash.get(_OTHER, None)
     if other is None or exitstatus == pytest.ExitCode.INTERRUPTED:
         return  # interrupted: the cleanup interrupts the other half too
-    code, report = other.wait()
+    try:
+        code, report = other.wait()
+    except KeyboardInterrupt:
+        other.stop()
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+        return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_sep("=", f"the other half of the test files (exit code {code})")

@@ -47,19 +47,28 @@ def test_a_whole_run_is_split_and_reports_both_halves(tmp_path):
     assert result.stdout.count("4 passed, 4 deselected") == 2
 
 
-@pytest.mark.parametrize("failing", ["one", "four"])
-def test_a_failure_in_either_half_fails_the_run(tmp_path, failing):
+@pytest.mark.parametrize("half", [0, 1])  # 0: this process's half, 1: the other's
+def test_a_failure_in_either_half_fails_the_run(tmp_path, half):
+    names = ("one", "two", "three", "four")
+    halves = shards.split({f"checks/test_{n}.py": 2 for n in names})
+    assert all(halves)
+    failing = sorted(halves[half])[0].removeprefix("checks/test_").removesuffix(".py")
     files = dict(PASSING)
-    files[f"test_{failing}.py"] = f"def test_{failing}_a():\n    assert False, 'broken'\n"
+    files[f"test_{failing}.py"] = (f"def test_{failing}_a():\n    assert False, 'broken'\n\n"
+                                   f"def test_{failing}_b():\n    pass\n")
     result = _pytest(_project(tmp_path, files))
     assert result.returncode == 1, result.stdout
     assert f"FAILED checks/test_{failing}.py::test_{failing}_a" in result.stdout
+    # this process's own report is the last one printed; the other half's comes before it
+    own = result.stdout.rsplit("this half", 1)[1]
+    assert (f"FAILED checks/test_{failing}.py" in own) == (half == 0)
 
 
 def test_a_run_given_paths_one_report_file_or_told_not_to_is_not_split(tmp_path):
     project = _project(tmp_path, PASSING)
     report = tmp_path / "report.xml"
     for result in (_pytest(project, "checks"), _pytest(project, f"--junitxml={report}"),
+                   _pytest(project, f"--basetemp={tmp_path / 'base'}"),
                    _pytest(project, **{shards.OFF: "1"})):
         assert result.returncode == 0, result.stdout
         assert "other half" not in result.stdout and "8 passed" in result.stdout
@@ -87,3 +96,12 @@ def test_files_are_split_by_weight_the_heaviest_first():
     (1, 1), (2, 2), (3, 3), (5, 1), (-9, 3)])
 def test_an_other_half_that_failed_ran_nothing_or_died_fails_the_run(code, reported):
     assert shards._failure(code) == reported
+
+
+def test_the_other_half_fails_when_it_did_not_collect_a_file_it_was_given(tmp_path):
+    project = _project(tmp_path, PASSING)
+    given = tmp_path / "files.json"
+    given.write_text('{"mine": ["checks/test_one.py", "checks/test_gone.py"], "theirs": []}')
+    result = _pytest(project, f"--shard={given}")
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "did not collect: checks/test_gone.py" in result.stderr
