@@ -168,10 +168,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 def _watch_parent(parent: int) -> None:
     """Interrupt this process, as Ctrl-C would (its servers torn down), if the process that
     started it dies without stopping it (killed, or timed out by CI)."""
+    me = os.getpid()
+
     def watch() -> None:
         while os.getppid() == parent:
             gevent.sleep(1)
-        os.kill(os.getpid(), signal.SIGINT)
+        if os.getpid() == me:  # not in a child a test forked, which inherits this greenlet
+            os.kill(me, signal.SIGINT)
 
     gevent.spawn(watch)
 
