@@ -12,13 +12,14 @@ Files go to the halves by their measured seconds (WEIGHTS, from a full run; a fi
 counts PER_TEST seconds a test), the heaviest first, each to the lighter half. The first
 process writes the second's files (and its own) to FILE, so both never disagree on who runs
 what. Ctrl-C stops both (the second, in its own process group, gets one SIGINT from the
-first and tears its servers down); if the first dies without stopping it, the second
-interrupts itself. Set WEBHOOKS_TEST_SHARDS=1 to run everything in one process; a run given
+first and tears its servers down); if the first dies without stopping it, the kernel
+interrupts the second. Set WEBHOOKS_TEST_SHARDS=1 to run everything in one process; a run given
 test paths, `--collect-only`, `--pdb`, `--trace`, `--junitxml` or `--basetemp` is never split.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -26,10 +27,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
-import gevent
 import pytest
+
+from service.local.kafka import die_with_parent
 
 OFF = "WEBHOOKS_TEST_SHARDS"  # "1": one process
 PER_TEST = 0.02  # seconds a test of a file not in WEIGHTS counts for
@@ -142,9 +145,7 @@ def _deselect(config: pytest.Config, items: list[pytest.Item], keep: set[str]) -
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
-    files: dict[str, int] = {}
-    for item in items:
-        files[_file_of(item)] = files.get(_file_of(item), 0) + 1
+    files = Counter(_file_of(item) for item in items)
     shard = config.getoption("--shard")
     if shard is not None:  # the other half: exactly the files this half was given
         given = json.loads(Path(shard).read_text())
@@ -154,7 +155,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                                     f"{', '.join(missing)}")
         # A file only this process collected is run here rather than nowhere.
         _deselect(config, items, set(files) - set(given["theirs"]))
-        _watch_parent(os.getppid())
         return
     if not _should_split(config):
         return
@@ -163,20 +163,6 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return  # too few files to split: all of them here
     _deselect(config, items, mine)
     config.stash[_OTHER] = _OtherHalf.start(config, mine=mine, theirs=theirs)
-
-
-def _watch_parent(parent: int) -> None:
-    """Interrupt this process, as Ctrl-C would (its servers torn down), if the process that
-    started it dies without stopping it (killed, or timed out by CI)."""
-    me = os.getpid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            gevent.sleep(1)
-        if os.getpid() == me:  # not in a child a test forked, which inherits this greenlet
-            os.kill(me, signal.SIGINT)
-
-    gevent.spawn(watch)
 
 
 class _OtherHalf:
@@ -199,7 +185,10 @@ class _OtherHalf:
             process = subprocess.Popen(
                 [sys.executable, "-m", "pytest", *args], cwd=config.invocation_params.dir,
                 stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                process_group=0)
+                process_group=0,
+                # If this half dies without stopping it (killed, timed out by CI), the kernel
+                # interrupts the other half as Ctrl-C would.
+                preexec_fn=functools.partial(die_with_parent, signal.SIGINT))
         half = cls(process, folder)
         config.add_cleanup(half.stop)
         return half
