@@ -56,6 +56,7 @@ class Receiver:
         self.respond: Responder = respond or (lambda request: Reply())
         self.requests: list[Request] = []
         self.connections = 0
+        self.closed = 0  # connections this side has closed
         self._arrived = gevent.event.Event()
         self._server = StreamServer(("127.0.0.1", 0), self._handle)
         self._server.start()
@@ -103,6 +104,7 @@ class Receiver:
         finally:
             reader.close()
             sock.close()
+            self.closed += 1
 
 
 def _read_request(reader) -> Request | None:

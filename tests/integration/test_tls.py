@@ -6,7 +6,7 @@ import ssl
 import gevent.server
 import pytest
 
-from service.dispatch import sender as sender_module
+from service.dispatch import transport
 from service.dispatch.sender import SUCCESS, Sender
 from tests.catalogues.hostile_endpoints import read_request, self_signed
 from tests.helpers import PATIENCE
@@ -57,9 +57,9 @@ def test_new_https_connections_share_the_verifying_context(monkeypatch, certific
                                                             tls_endpoint, allow_private):
     _, cert = certificate
     url, connections = tls_endpoint
-    monkeypatch.setattr(sender_module, "verifying_context", _trusting(cert))
+    monkeypatch.setattr(transport, "verifying_context", _trusting(cert))
     if not allow_private:  # the guard refuses 127.0.0.1; let this one address through
-        monkeypatch.setattr(sender_module, "refusal", lambda host, addresses: None)
+        monkeypatch.setattr(transport, "refusal", lambda host, addresses: None)
     sender = Sender(timeout=PATIENCE, concurrency=2, allow_private=allow_private)
     try:
         responses = [sender.post(url, b"{}", {"content-type": "application/json"})
@@ -70,7 +70,7 @@ def test_new_https_connections_share_the_verifying_context(monkeypatch, certific
         pools = sender.adapter.poolmanager.pools
         (key,) = pools.keys()
         pool = pools[key]
-        assert pool.conn_kw["ssl_context"] is sender_module.verifying_context()
+        assert pool.conn_kw["ssl_context"] is transport.verifying_context()
         assert pool.ca_certs is None and pool.ca_cert_dir is None  # no bundle re-read
     finally:
         sender.close()
@@ -90,7 +90,7 @@ def test_an_untrusted_certificate_is_still_refused(certificate, tls_endpoint):
 def test_a_trusted_certificate_for_another_host_is_refused(monkeypatch, tmp_path):
     """The endpoint's certificate is trusted but names example.com, not 127.0.0.1."""
     key, cert = self_signed(tmp_path, "example.com", "DNS:example.com")
-    monkeypatch.setattr(sender_module, "verifying_context", _trusting(cert))
+    monkeypatch.setattr(transport, "verifying_context", _trusting(cert))
     sender = Sender(timeout=PATIENCE, concurrency=2, allow_private=True)
     try:
         with _serve(key, cert) as (url, _):
