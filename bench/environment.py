@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from service.local.postgres import free_port
@@ -101,16 +102,33 @@ def wait_for(dsn: str, where: str, target: int, *, timeout: float) -> tuple[floa
 
 
 def rate_between(dsn: str, where: str, target: int, *, timeout: float,
-                 warmup: int) -> dict:
-    """Measure deliveries/s matching `where` between `warmup` and `target` (or the timeout)."""
+                 warmup: int, processes: Sequence[subprocess.Popen] = ()) -> dict:
+    """Measure deliveries/s matching `where` between `warmup` and `target` (or the timeout),
+    and the CPU time that `processes` spent per delivery meanwhile (`cpu_ms_per_delivery`):
+    a steadier measure than the rate on a shared host, whose speed drifts between runs."""
     started = time.monotonic()
     _, first = wait_for(dsn, where, warmup, timeout=timeout)
     t0 = time.monotonic()
+    cpu0 = sum(cpu_seconds(p.pid) for p in processes)
     remaining = max(0.0, timeout - (t0 - started))
     _, last = wait_for(dsn, where, target, timeout=remaining)
     elapsed = time.monotonic() - t0
-    return {"deliveries": last - first, "seconds": round(elapsed, 3),
-            "per_second": round((last - first) / elapsed, 1) if elapsed else 0.0}
+    cpu = sum(cpu_seconds(p.pid) for p in processes) - cpu0
+    done = last - first
+    result = {"deliveries": done, "seconds": round(elapsed, 3),
+              "per_second": round(done / elapsed, 1) if elapsed else 0.0}
+    if processes and done:
+        result["cpu_ms_per_delivery"] = round(cpu / done * 1000, 3)
+    return result
+
+
+def cpu_seconds(pid: int) -> float:
+    """Return the CPU time (user and system) a live process has used so far (Linux), or 0."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 def dumps(value) -> str:

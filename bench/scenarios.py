@@ -53,7 +53,8 @@ def dispatch(pg, sizes: Sizes, *, workers: int = 1) -> dict:
         with env.workers(dsn, workers,
                          WEBHOOKS_DISPATCH_CONCURRENCY=str(sizes.concurrency)) as processes:
             result = env.rate_between(dsn, DISPATCH_WHERE, sizes.deliveries,
-                                      timeout=max(sizes.seconds * 6, 60), warmup=sizes.warmup)
+                                      timeout=max(sizes.seconds * 6, 60), warmup=sizes.warmup,
+                                      processes=processes)
             result["peak_rss_mb"] = max(peak_rss_mb(p.pid) or 0 for p in processes)
     result["workers"] = workers
     return result
@@ -69,7 +70,7 @@ def ceiling(sizes: Sizes, *, mode: str = "session") -> dict:
         ).stdout
     result = json.loads(output)
     return {"per_second": round(result["posts_per_second"], 1), "posts": result["posts"],
-            "mode": mode}
+            "cpu_ms_per_post": round(result["cpu_ms_per_post"], 3), "mode": mode}
 
 
 def polling_design(pg, sizes: Sizes) -> dict:

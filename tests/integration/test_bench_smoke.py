@@ -36,6 +36,8 @@ def test_every_scenario_but_the_peers_runs_and_reports(tmp_path):
         assert scenarios[name]["per_second"] > 0, name
     assert scenarios["latency"]["received"] == scenarios["latency"]["events"] > 0
     assert scenarios["dispatch_1"]["peak_rss_mb"] > 0
+    assert scenarios["dispatch_1"]["cpu_ms_per_delivery"] > 0  # the workers' CPU, per delivery
+    assert scenarios["ceiling_sender"]["cpu_ms_per_post"] > 0
     hung = scenarios["isolation_hung"]
     assert hung["alone_per_second"] > 0 and hung["beside_hung_per_second"] > 0
     assert hung["ratio"] == round(hung["beside_hung_per_second"] / hung["alone_per_second"], 3)
