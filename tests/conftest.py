@@ -133,8 +133,18 @@ class TemplateCopies:
         gevent.joinall(self._drops)
 
     def close(self) -> None:
+        """Wait for the spare and the drops. A drop whose session the server ended (seen once,
+        at the end of a full run) is only warned about: the database factory drops every
+        database it made once more at the session's end. Any other failed drop fails it."""
         self._next.join()  # the spare is dropped with the factory's other databases
-        gevent.joinall(self._drops, raise_error=True)  # a drop that failed fails the session
+        gevent.joinall(self._drops)
+        for drop in self._drops:
+            if isinstance(drop.exception, psycopg2.OperationalError):
+                warnings.warn(f"a template copy's drop lost its connection ({drop.exception});"
+                              f" dropped again at the end. The server's log ends:\n"
+                              f"{self._log_tail()}", stacklevel=2)
+            elif drop.exception is not None:
+                raise drop.exception
 
 
 @pytest.fixture(scope="session")

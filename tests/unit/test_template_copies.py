@@ -1,5 +1,6 @@
 """The suite's template copies: a copy whose connection the server ended is made again once,
-loudly; any other failure fails the test that wanted the copy."""
+loudly; any other failure fails the test that wanted the copy. A drop that lost its connection
+is left to the database factory, loudly; any other failed drop fails the session."""
 
 import warnings
 
@@ -46,3 +47,36 @@ def test_a_second_loss_or_any_other_error_fails_the_take(failures):
         warnings.simplefilter("always")
         copies.take()
     assert len(recorded) == len(failures) - 1  # a warning for the retried loss only
+
+
+class _Unreachable(Exception):
+    pass
+
+
+@pytest.mark.parametrize("error, verdict", [
+    (psycopg2.OperationalError("server closed the connection"), "warned"),
+    (_Unreachable("disk full"), "raised"),
+])
+def test_a_failed_drop_is_warned_about_if_its_connection_was_lost_else_raised(
+        monkeypatch, tmp_path, error, verdict):
+    log = tmp_path / "postgres.log"
+    log.write_text("LOG:  checkpoint complete\n")
+    dropped = []
+
+    def sql(dsn, statement, autocommit):
+        if "copy_1" in statement:
+            raise error
+        dropped.append(statement)
+
+    monkeypatch.setattr("tests.conftest.sql", sql)
+    create, _ = _maker(["copy_1", "copy_2", "copy_3"])
+    copies = TemplateCopies("dsn", "template", create, log)
+    copies.drop(copies.take())
+    copies.drop(copies.take())
+    if verdict == "warned":
+        with pytest.warns(UserWarning, match="(?s)drop lost its connection.*checkpoint"):
+            copies.close()
+    else:
+        with pytest.raises(_Unreachable, match="disk full"):
+            copies.close()
+    assert dropped == ["DROP DATABASE IF EXISTS copy_2 WITH (FORCE)"]  # the other one went
