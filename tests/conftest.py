@@ -109,11 +109,14 @@ class TemplateCopies:
         try:
             name = self._next.get()  # raises what made the copy fail
         except psycopg2.OperationalError as error:
-            warnings.warn(f"a template copy lost its connection ({error}); made again. "
-                          f"The server's log ends:\n{self._log_tail()}", stacklevel=2)
+            self._warn_lost("a template copy", error, "made again")
             name = self._make()
         self._next = gevent.spawn(self._make)
         return name
+
+    def _warn_lost(self, what: str, error: Exception, then: str) -> None:
+        warnings.warn(f"{what} lost its connection ({error}); {then}. The server's log "
+                      f"ends:\n{self._log_tail()}", stacklevel=3)
 
     def _log_tail(self, lines: int = 30) -> str:
         if self._server_log is None or not self._server_log.exists():
@@ -140,9 +143,8 @@ class TemplateCopies:
         gevent.joinall(self._drops)
         for drop in self._drops:
             if isinstance(drop.exception, psycopg2.OperationalError):
-                warnings.warn(f"a template copy's drop lost its connection ({drop.exception});"
-                              f" dropped again at the end. The server's log ends:\n"
-                              f"{self._log_tail()}", stacklevel=2)
+                self._warn_lost("a template copy's drop", drop.exception,
+                                "dropped again at the end")
             elif drop.exception is not None:
                 raise drop.exception
 
