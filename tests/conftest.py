@@ -1,35 +1,41 @@
-"""Shared fixtures: one PostgreSQL per session, one migrated template, a fresh copy per test."""
+"""Shared fixtures: one PostgreSQL per session, one migrated template, a fresh copy per test.
 
-from service.patch import patch
+gevent's patches are applied before this file is imported (tests/gevent_first.py).
+"""
 
-patch()
+import os
+import uuid
+from collections.abc import Iterator
 
-import os  # noqa: E402
-import uuid  # noqa: E402
-import warnings  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from pathlib import Path  # noqa: E402
+import gevent
+import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
-import gevent  # noqa: E402
-import psycopg2  # noqa: E402
-import pytest  # noqa: E402
-from hypothesis import HealthCheck  # noqa: E402
-from hypothesis import settings as hypothesis_settings  # noqa: E402
+from db.migrate import migrate
+from db.pool import ConnectionPool
+from service.local import postgres as local_postgres
+from service.runtime.settings import Settings
+from tests.database import dsn_for, sql
+from tests.factories import Factories
 
-from db.migrate import migrate  # noqa: E402
-from db.pool import ConnectionPool  # noqa: E402
-from service.local import postgres as local_postgres  # noqa: E402
-from service.runtime.settings import Settings  # noqa: E402
-from tests.database import dsn_for, sql  # noqa: E402
-from tests.factories import Factories  # noqa: E402
-
-pytest_plugins = ["tests.receivers", "tests.kafka", "tests.shards"]
+pytest_plugins = ["tests.receivers", "tests.kafka"]
 
 # Property tests check properties, not speed: no per-example deadline, and no failure because
 # generating examples is slow on a busy machine.
 hypothesis_settings.register_profile(
     "busy-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 hypothesis_settings.load_profile("busy-machine")
+# A skip reason with these words means a whole group of tests did not run (the browser tests
+# without Chromium); the end of the run repeats it, so that such a run never reads as complete.
+NOT_RUN = "tests NOT run"
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    reasons = [report.longrepr[2] for report in terminalreporter.stats.get("skipped", [])
+               if isinstance(report.longrepr, tuple)]
+    for reason in dict.fromkeys(r.removeprefix("Skipped: ") for r in reasons if NOT_RUN in r):
+        terminalreporter.write_sep("!", reason, red=True)
 
 
 @pytest.fixture(scope="session")
@@ -90,38 +96,21 @@ class TemplateCopies:
     """Copies of the template made one ahead and dropped behind, each in a greenlet.
 
     A copy costs the server ≈ 0.1 s to make and as much to drop; made while the test before
-    runs (tests mostly wait on sockets), a test's setup finds its copy ready.
-
-    A copy whose session the server ended (seen once in a full run, cause unknown: the
-    server's log was gone with the session) is made again, once, with a warning that carries
-    the end of the server's log; any other failure, or a second one, fails the test's setup.
+    runs (tests mostly wait on sockets), a test's setup finds its copy ready. A copy that could
+    not be made fails the test that wanted it; a drop that failed fails the session.
     """
 
-    def __init__(self, server_dsn: str, template: str, create,
-                 server_log: Path | None = None) -> None:
+    def __init__(self, server_dsn: str, template: str, create) -> None:
         self._server_dsn = server_dsn
         self._make = lambda: create(template=template)
-        self._server_log = server_log
         self._next = gevent.spawn(self._make)
         self._drops: list[gevent.Greenlet] = []
 
     def take(self) -> str:
         try:
-            name = self._next.get()  # raises what made the copy fail
-        except psycopg2.OperationalError as error:
-            self._warn_lost("a template copy", error, "made again")
-            name = self._make()
-        self._next = gevent.spawn(self._make)
-        return name
-
-    def _warn_lost(self, what: str, error: Exception, then: str) -> None:
-        warnings.warn(f"{what} lost its connection ({error}); {then}. The server's log "
-                      f"ends:\n{self._log_tail()}", stacklevel=3)
-
-    def _log_tail(self, lines: int = 30) -> str:
-        if self._server_log is None or not self._server_log.exists():
-            return "(no log: an external server)"
-        return "\n".join(self._server_log.read_text(errors="replace").splitlines()[-lines:])
+            return self._next.get()  # raises what made the copy fail
+        finally:
+            self._next = gevent.spawn(self._make)
 
     def drop(self, name: str) -> None:
         self._drops.append(gevent.spawn(
@@ -129,31 +118,23 @@ class TemplateCopies:
             autocommit=True))
 
     def settle(self) -> None:
-        """Wait until no copy or drop is under way. Before a fork: under gevent the child's
-        hub runs the greenlets it inherits, and one of them closing its connection there ends
-        the parent's statement on it ("server closed the connection unexpectedly")."""
+        """Wait until no copy or drop is under way. Before a fork: under gevent a forked child
+        runs the greenlets it inherits once it waits for anything, and one of them finishing
+        its statement there closes the connection it shares with the parent."""
         self._next.join()
         gevent.joinall(self._drops)
 
     def close(self) -> None:
-        """Wait for the spare and the drops. A drop whose session the server ended (seen once,
-        at the end of a full run) is only warned about: the database factory drops every
-        database it made once more at the session's end. Any other failed drop fails it."""
-        self._next.join()  # the spare is dropped with the factory's other databases
-        gevent.joinall(self._drops)
+        """Wait for the spare and the drops; raise what made a drop fail."""
+        self.settle()  # the spare is dropped with the factory's other databases
         for drop in self._drops:
-            if isinstance(drop.exception, psycopg2.OperationalError):
-                self._warn_lost("a template copy's drop", drop.exception,
-                                "dropped again at the end")
-            elif drop.exception is not None:
+            if drop.exception is not None:
                 raise drop.exception
 
 
 @pytest.fixture(scope="session")
-def template_copies(postgres_server, server_dsn, database_factory,
-                    template_database) -> Iterator[TemplateCopies]:
-    log = postgres_server.log_path if postgres_server else None
-    copies = TemplateCopies(server_dsn, template_database, database_factory, log)
+def template_copies(server_dsn, database_factory, template_database) -> Iterator[TemplateCopies]:
+    copies = TemplateCopies(server_dsn, template_database, database_factory)
     yield copies
     copies.close()
 

@@ -37,6 +37,7 @@ from service.dispatch.sender import (
 )
 from service.ingest.envelope import POISON_KINDS
 from service.policy.classify import status_class
+from service.runtime.fork_handlers import without_fork_handlers
 from service.runtime.gauges import Gauges
 from service.runtime.tracing import Tracing
 from service.runtime.zero_histograms import ZeroHistograms
@@ -81,19 +82,20 @@ class Telemetry:
         reader = PrometheusMetricReader(registry=sdk_registry, scope_info_enabled=False)
         self._histograms = ZeroHistograms(sdk_registry, DURATION_BUCKETS)
         self.registry.register(self._histograms)
-        readers = [reader]
-        if otlp_endpoint:
-            readers.append(_otlp_metric_reader(otlp_endpoint))
         self.tracing = Tracing(resource, otlp_endpoint)
-        self._meter_provider = MeterProvider(
-            shutdown_on_exit=False,
-            metric_readers=readers,
-            resource=resource,
-            views=[View(instrument_name=name,
-                        aggregation=ExplicitBucketHistogramAggregation(DURATION_BUCKETS))
-                   for name in ("webhooks_delivery_duration_seconds",
-                                "webhooks_api_request_duration_seconds")],
-        )
+        with without_fork_handlers():
+            readers = [reader]
+            if otlp_endpoint:
+                readers.append(_otlp_metric_reader(otlp_endpoint))
+            self._meter_provider = MeterProvider(
+                shutdown_on_exit=False,
+                metric_readers=readers,
+                resource=resource,
+                views=[View(instrument_name=name,
+                            aggregation=ExplicitBucketHistogramAggregation(DURATION_BUCKETS))
+                       for name in ("webhooks_delivery_duration_seconds",
+                                    "webhooks_api_request_duration_seconds")],
+            )
         meter = self._meter_provider.get_meter("webhooks", __version__)
         self.counter_names: list[str] = []
         counter = functools.partial(self._counter, meter)

@@ -15,6 +15,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from service import __version__
 from service.policy.trace_context import TraceContext, child_traceparent
+from service.runtime.fork_handlers import without_fork_handlers
 
 _W3C = TraceContextTextMapPropagator()  # traceparent and tracestate, whatever the globals say
 
@@ -24,9 +25,10 @@ class Tracing:
 
     def __init__(self, resource: Resource, otlp_endpoint: str | None = None) -> None:
         self.exporting = bool(otlp_endpoint)
-        self._provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-        if otlp_endpoint:
-            self._provider.add_span_processor(_otlp_span_processor(otlp_endpoint))
+        with without_fork_handlers():
+            self._provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+            if otlp_endpoint:
+                self._provider.add_span_processor(_otlp_span_processor(otlp_endpoint))
         self.tracer = self._provider.get_tracer("webhooks", __version__)
 
     @contextlib.contextmanager
