@@ -21,8 +21,8 @@ from pathlib import Path  # noqa: E402
 
 from bench import environment as env  # noqa: E402
 from bench import peers, scenarios  # noqa: E402
-from service.local.postgres import temporary  # noqa: E402
-from tests.processes import machine  # noqa: E402
+from tests.support.postgres import temporary_postgres  # noqa: E402
+from tests.support.processes import machine  # noqa: E402
 
 ALL = ("ceiling", "dispatch", "peers", "polling", "ingest", "latency", "backlog", "isolation")
 RESULTS = Path(__file__).with_name("results")
@@ -32,7 +32,7 @@ EXIT_USAGE = 2  # as every command of the project: bad usage, or something to in
 def run(names: list[str], sizes: scenarios.Sizes, progress) -> dict:
     results: dict = {"machine": machine(), "sizes": asdict(sizes), "scenarios": {}}
     out = results["scenarios"]
-    with temporary(fast_unsafe=False) as pg:
+    with temporary_postgres(fast_unsafe=False) as pg:
         for name in names:
             progress(f"running {name} ...")
             started = time.monotonic()

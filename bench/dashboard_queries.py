@@ -18,8 +18,8 @@ from db import inspection
 from db.filters import DeliveryFilter
 from db.pool import ConnectionPool
 from graphql_schema.queries import HISTORY_SCAN_LIMIT
-from service.local.postgres import temporary
-from tests.database import fresh_database, sql
+from tests.support.database import fresh_database, sql
+from tests.support.postgres import temporary_postgres
 
 FILL = """
 INSERT INTO configs (id, name, endpoint, secret, event_types)
@@ -62,7 +62,7 @@ def main() -> None:
     parser.add_argument("--deliveries", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    with temporary(fast_unsafe=True) as pg:
+    with temporary_postgres(fast_unsafe=True) as pg:
         dsn = fresh_database(pg, "dashboard_bench")
         started = time.monotonic()
         print(f"filling {args.deliveries:,} deliveries ...", flush=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import requests
 
-from service.local.postgres import free_port
+from tests.support.ports import reserve_port
 
 TARGET_FIRST_START = 15.0  # seconds from launch to a healthy /healthz on a new folder
 GIVE_UP = 300.0  # seconds after which a run counts as failed
@@ -25,7 +25,7 @@ GIVE_UP = 300.0  # seconds after which a run counts as failed
 
 def time_to_healthy(data_dir: Path) -> float:
     """Start `webhooks dev` on `data_dir`; return the seconds until /healthz answers 200."""
-    port = free_port()
+    port = reserve_port()
     started = time.monotonic()
     process = subprocess.Popen(
         [sys.executable, "-m", "service", "dev", "--data-dir", str(data_dir), "--port",

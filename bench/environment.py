@@ -15,9 +15,9 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from service.local.postgres import free_port
-from tests.database import count_deliveries, sql
-from tests.processes import ROOT, worker_environment
+from tests.support.database import count_deliveries, sql
+from tests.support.ports import reserve_port
+from tests.support.processes import ROOT, worker_environment
 
 EVENT_TYPE = "bench.event"
 SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
@@ -52,7 +52,7 @@ def receiver(*, record: str | None = None, delay: float = 0.0,
              hang: bool = False) -> Iterator[str]:
     """Run bench/receiver.py in its own process (answering after `delay` seconds, or never
     when `hang`); yield its URL."""
-    port = free_port()
+    port = reserve_port()
     command = [sys.executable, "-m", "bench.receiver", "--port", str(port)]
     if record:
         command += ["--record", record]

@@ -34,11 +34,11 @@ from bench import history_api, history_fill, history_upgrade
 from bench import history_load as load
 from db import retention
 from db.pool import ConnectionPool
-from service.local.postgres import temporary
 from service.policy.throttle import DutyCycle
 from service.runtime.retention import RETENTION_REST
-from tests.database import fresh_database, sql
-from tests.processes import ROOT, machine
+from tests.support.database import fresh_database, sql
+from tests.support.postgres import temporary_postgres
+from tests.support.processes import ROOT, machine
 
 DAY = 86_400
 # (name, where, key, comparison, target) — issue #17's targets.
@@ -54,7 +54,7 @@ TARGETS = (
 
 def run(options: argparse.Namespace, progress) -> dict:
     results: dict = {"options": vars(options), "machine": machine()}
-    with temporary(fast_unsafe=options.fast_unsafe) as pg:
+    with temporary_postgres(fast_unsafe=options.fast_unsafe) as pg:
         _tune(pg)
         with env.receiver() as url:
             empty = fresh_database(pg, "history_empty")

@@ -16,9 +16,9 @@ import requests
 from bench.scenarios import _percentile
 from db import tokens
 from db.pool import ConnectionPool
-from service.local.postgres import free_port
-from tests.database import sql
-from tests.processes import ROOT
+from tests.support.database import sql
+from tests.support.ports import reserve_port
+from tests.support.processes import ROOT
 
 LIST = """
 query ($filter: DeliveryFilter, $first: Int, $after: String) {
@@ -43,7 +43,7 @@ PAGE = 50  # rows per list page, as a dashboard shows them
 @contextlib.contextmanager
 def web(dsn: str) -> Iterator[str]:
     """Run `webhooks web` (gunicorn, gevent worker) on a free port; yield its base URL."""
-    port = free_port()
+    port = reserve_port()
     environment = {**os.environ, "DATABASE_URL": dsn, "PORT": str(port),
                    "WEBHOOKS_LOG_LEVEL": "warning"}
     process = subprocess.Popen([sys.executable, "-m", "service", "web"], cwd=ROOT,

@@ -9,7 +9,7 @@ import gevent
 from bench import environment as env
 from db import events
 from db.pool import ConnectionPool
-from tests.database import sql
+from tests.support.database import sql
 
 CONFIG = "bench-1"  # the config the measured dispatch and ingest deliver to (env.add_configs)
 

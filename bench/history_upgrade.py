@@ -17,7 +17,7 @@ import gevent
 
 from bench import history_load as load
 from db.migrate import migrate
-from tests.database import sql
+from tests.support.database import sql
 
 UPGRADED = 8
 FORMER_SCHEMA = (

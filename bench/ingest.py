@@ -31,11 +31,12 @@ from db import configs  # noqa: E402
 from db.pool import ConnectionPool  # noqa: E402
 from service.ingest.consumer import Consumer  # noqa: E402
 from service.local.kafka import LocalKafka  # noqa: E402
-from service.local.postgres import temporary  # noqa: E402
 from service.runtime.settings import Settings  # noqa: E402
 from service.runtime.telemetry import Telemetry  # noqa: E402
-from tests.database import fresh_database  # noqa: E402
-from tests.processes import ROOT, peak_rss_mb  # noqa: E402
+from tests.support.database import fresh_database  # noqa: E402
+from tests.support.ports import reserve_port  # noqa: E402
+from tests.support.postgres import temporary_postgres  # noqa: E402
+from tests.support.processes import ROOT, peak_rss_mb  # noqa: E402
 
 EVENT_TYPE = "bench.event"
 RESULTS = Path(__file__).resolve().parent / "results" / "ingest.json"
@@ -84,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     fan_outs = [int(part) for part in args.fan_outs.split(",") if part.strip()]
 
-    with temporary(fast_unsafe=args.fast_unsafe) as pg, LocalKafka() as broker:
+    with temporary_postgres(fast_unsafe=args.fast_unsafe) as pg, \
+            LocalKafka(port=reserve_port()) as broker:
         broker.create_topic(TOPIC, args.partitions)
         started = time.monotonic()
         _fill(broker, TOPIC, args.events, args.payload_bytes)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from bench import environment as env
-from tests.database import count_deliveries, fresh_database
+from tests.support.database import count_deliveries, fresh_database
 
 FAST_CONFIGS = 10
 HUNG_TIMEOUT = "5s"

@@ -22,8 +22,8 @@ import time
 
 import psycopg2
 
-from service.local.postgres import temporary
-from tests.database import fresh_database
+from tests.support.database import fresh_database
+from tests.support.postgres import temporary_postgres
 
 DAYS = 91
 
@@ -150,7 +150,7 @@ def main() -> int:
     def progress(text: str) -> None:
         print(text, flush=True)
 
-    with temporary(fast_unsafe=False) as pg:
+    with temporary_postgres(fast_unsafe=False) as pg:
         dsn = fresh_database(pg, "partitions")
         found = measure(dsn, options.rows, progress)
     print(f"{'':44} {'plain':>12} {'partitioned':>12}")

@@ -18,9 +18,9 @@ import time
 
 from bench import environment as env
 from bench.peer_task import CREATE_TABLE
-from service.local.postgres import free_port
-from tests.database import fresh_database, sql
-from tests.processes import ROOT, peak_rss_mb
+from tests.support.database import fresh_database, sql
+from tests.support.ports import reserve_port
+from tests.support.processes import ROOT, peak_rss_mb
 
 PACKAGES = ("celery", "redis", "procrastinate")  # the `bench` extra of setup.cfg
 INSTALL = "pip install -e '.[dev,bench]'"
@@ -85,7 +85,7 @@ def redis_url():
     if binary is None:
         yield None
         return
-    port = free_port()
+    port = reserve_port()
     process = subprocess.Popen([binary, "--port", str(port), "--save", "", "--appendonly", "no"],
                                stdout=subprocess.DEVNULL)
     try:

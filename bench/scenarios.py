@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import environment as env
-from tests.database import count_deliveries, fresh_database
-from tests.processes import ROOT, peak_rss_mb
+from tests.support.database import count_deliveries, fresh_database
+from tests.support.processes import ROOT, peak_rss_mb
 
 DISPATCH_WHERE = "status = 'succeeded'"
 

@@ -1,4 +1,5 @@
-"""The words every layer shares: the statuses of a delivery, the prefixes of secrets and tokens.
+"""The words every layer shares: the statuses of a delivery, the outcomes of an attempt, why a
+broker message was rejected, the prefixes of secrets and tokens.
 
 Constants only, importing nothing: any module above `db/` may use them without pulling in
 the database driver.
@@ -17,6 +18,32 @@ class Status(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"  # out of retries or refused for good; an operator may replay it
     CANCELLED = "cancelled"  # its config was deactivated or deleted before it succeeded
+
+
+class AttemptOutcome(StrEnum):
+    """How an attempt ended; `delivery_attempts.outcome` holds the value."""
+
+    SUCCESS = "success"  # a 2xx answer
+    HTTP_ERROR = "http_error"  # any other answer
+    TIMEOUT = "timeout"  # no full answer within WEBHOOKS_HTTP_TIMEOUT
+    NETWORK_ERROR = "network_error"  # no answer: refused, reset, TLS or DNS failure
+    BLOCKED = "blocked"  # never sent: the endpoint resolved to an address the SSRF guard refuses
+    INTERRUPTED = "interrupted"  # the worker stopped before the answer came
+
+
+class PoisonKind(StrEnum):
+    """Why a broker message can never become an event (the rejection metric's `reason`)."""
+
+    TOMBSTONE = "tombstone"  # no value
+    TOO_LARGE = "too_large"  # over WEBHOOKS_MAX_PAYLOAD
+    INVALID_UTF8 = "invalid_utf8"
+    NOT_AN_OBJECT = "not_an_object"  # JSON, but not an object
+    NO_TYPE = "no_type"  # no string `type`
+    INVALID_EVENT = "invalid_event"  # a field of the envelope is unusable
+    INVALID_JSON = "invalid_json"
+    INVALID_ID = "invalid_id"  # an `id` that is neither a string nor a number
+    UNREADABLE = "unreadable"  # a message the envelope rules missed
+    UNSTORABLE = "unstorable"  # the database refused it
 
 
 REPLAYABLE = (Status.FAILED, Status.PENDING)  # what a replay changes (failed: a new generation)

@@ -14,10 +14,11 @@ from hypothesis import settings as hypothesis_settings
 
 from db.migrate import migrate
 from db.pool import ConnectionPool
-from service.local import postgres as local_postgres
+from service.local.postgres import LocalPostgres
 from service.runtime.settings import Settings
-from tests.database import dsn_for, sql
 from tests.factories import Factories
+from tests.support.database import dsn_for, sql
+from tests.support.postgres import temporary_postgres
 
 pytest_plugins = ["tests.receivers", "tests.kafka"]
 
@@ -39,24 +40,24 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[local_postgres.LocalPostgres | None]:
+def postgres_server() -> Iterator[LocalPostgres | None]:
     """The session's embedded server, or None when WEBHOOKS_TEST_DATABASE_URL is set."""
     if os.environ.get("WEBHOOKS_TEST_DATABASE_URL"):
         yield None
         return
-    with local_postgres.temporary(fast_unsafe=True) as server:
+    with temporary_postgres(fast_unsafe=True) as server:
         yield server
 
 
 @pytest.fixture
-def own_postgres() -> Iterator[local_postgres.LocalPostgres]:
+def own_postgres() -> Iterator[LocalPostgres]:
     """A migrated PostgreSQL server of this test alone, free to be killed and started again
     (tests/outages.py).
 
     Durable (no fsync=off, no synchronous_commit=off): a crash must keep what was committed,
     or offsets would be committed for events the crash then took away.
     """
-    with local_postgres.temporary(fast_unsafe=False) as server:
+    with temporary_postgres(fast_unsafe=False) as server:
         migrate(server.dsn)
         yield server
 
@@ -191,7 +192,7 @@ def make(pool) -> Factories:
 @pytest.fixture
 def start_worker(settings):
     """Start in-process workers with `settings` plus overrides; all stop at teardown."""
-    from service.runtime.worker import Worker
+    from service.worker import Worker
 
     workers = []
 

@@ -12,7 +12,7 @@ import gevent
 import gevent.util
 import requests
 
-from tests.processes import worker_environment
+from tests.support.processes import worker_environment
 
 T = TypeVar("T")
 

@@ -9,6 +9,7 @@ offsets committed — never how often a batch was read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
@@ -18,7 +19,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import confluent_kafka
+import gevent
 import pytest
+from gevent.server import StreamServer
 from kafka import (
     KafkaAdminClient,
     KafkaConsumer,
@@ -33,6 +36,7 @@ from kafka.record.memory_records import MemoryRecords
 
 from service.local.kafka import LocalKafka
 from tests.helpers import PATIENCE
+from tests.support.ports import reserve_port
 
 PARTITIONS = 4
 SESSION_TIMEOUT = 2.0  # seconds
@@ -96,6 +100,31 @@ class Topic:
         self._producer.close(timeout=PATIENCE)
 
 
+@contextlib.contextmanager
+def relaying(port: int, target: int) -> Iterator[None]:
+    """Relay each connection to 127.0.0.1:`port` to 127.0.0.1:`target`, both ways, until
+    the block ends (a broker reachable at another address than its own)."""
+
+    def relay(client: socket.socket, _address: object) -> None:
+        with client, socket.create_connection(("127.0.0.1", target)) as upstream:
+            pumps = [gevent.spawn(_pump, client, upstream), gevent.spawn(_pump, upstream, client)]
+            gevent.joinall(pumps, count=1)
+            gevent.killall(pumps)
+
+    server = StreamServer(("127.0.0.1", port), relay)
+    server.start()
+    try:
+        yield
+    finally:
+        server.stop(timeout=1)
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # either side hung up
+        while data := source.recv(65536):
+            sink.sendall(data)
+
+
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
@@ -109,14 +138,14 @@ def new_topic(broker: LocalKafka, partitions: int = PARTITIONS) -> Topic:
 @pytest.fixture(scope="session")
 def kafka_broker() -> Iterator[LocalKafka]:
     """The session's broker (memory only; every test uses its own topics and groups)."""
-    with LocalKafka() as broker:
+    with LocalKafka(port=reserve_port()) as broker:
         yield broker
 
 
 @pytest.fixture
 def own_broker() -> Iterator[LocalKafka]:
     """A broker of this test alone, free to be paused (frozen) or stopped."""
-    with LocalKafka() as broker:
+    with LocalKafka(port=reserve_port()) as broker:
         yield broker
 
 

@@ -31,8 +31,8 @@ from service.runtime.logs import configure
 from service.runtime.settings import Settings
 from service.runtime.status_server import start_listening
 from service.runtime.telemetry import Telemetry
-from service.runtime.worker import Worker
 from service.web.app import create_app
+from service.worker import Worker
 
 DEV_TOKEN_NAME = "dev"
 

@@ -15,7 +15,7 @@ from service.runtime.logs import configure
 from service.runtime.settings import Settings
 from service.runtime.startup import wait_for_database
 from service.runtime.status_server import bound_socket
-from service.runtime.worker import Worker
+from service.worker import Worker
 
 
 @command("worker", "run the dispatcher, stale-claim recovery, retention and Kafka consumer")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import gevent
 import requests
 
+from db.vocabulary import AttemptOutcome
 from service.dispatch import transport
 from service.policy import safe_text
 
@@ -23,10 +24,6 @@ ERROR_LIMIT = 1000  # bytes of an error message kept
 READ_CHUNK = 16 * 1024
 # urllib3 prefixes connection errors with the connection object's repr; the message is enough
 _CONNECTION_PREFIX = re.compile(r"^\w*(?:HTTPS?)?Connection\w*\(host=[^)]*\): ")
-SUCCESS, HTTP_ERROR, TIMEOUT, NETWORK_ERROR, BLOCKED = (
-    "success", "http_error", "timeout", "network_error", "blocked",
-)
-INTERRUPTED = "interrupted"  # not a POST's own outcome: the worker stopped before the answer
 
 
 @dataclass(frozen=True)
@@ -65,17 +62,19 @@ class Sender:
         except gevent.Timeout as expired:
             if expired is not timer:
                 raise
-            return self._failed(TIMEOUT, started, f"timed out after {self.timeout:g}s")
+            return self._failed(AttemptOutcome.TIMEOUT, started, self._timed_out())
         except transport.BlockedDestination as error:
-            return self._failed(BLOCKED, started, f"blocked: {error}")
+            return self._failed(AttemptOutcome.BLOCKED, started, f"blocked: {error}")
         except requests.exceptions.Timeout:
-            return self._failed(TIMEOUT, started, f"timed out after {self.timeout:g}s")
+            return self._failed(AttemptOutcome.TIMEOUT, started, self._timed_out())
         except requests.exceptions.SSLError as error:
-            return self._failed(NETWORK_ERROR, started, f"TLS error: {_reason(error)}")
+            return self._failed(AttemptOutcome.NETWORK_ERROR, started,
+                                f"TLS error: {_reason(error)}")
         except requests.exceptions.RequestException as error:
-            return self._failed(NETWORK_ERROR, started, _reason(error))
+            return self._failed(AttemptOutcome.NETWORK_ERROR, started, _reason(error))
         except Exception as error:  # a hostile endpoint must never crash the worker
-            return self._failed(NETWORK_ERROR, started, f"{type(error).__name__}: {error}")
+            return self._failed(AttemptOutcome.NETWORK_ERROR, started,
+                                f"{type(error).__name__}: {error}")
         finally:
             timer.close()
 
@@ -96,15 +95,18 @@ class Sender:
             response.close()
         code = response.status_code
         return Response(
-            outcome=SUCCESS if 200 <= code < 300 else HTTP_ERROR,
+            outcome=AttemptOutcome.SUCCESS if 200 <= code < 300 else AttemptOutcome.HTTP_ERROR,
             status_code=code,
             duration=time.monotonic() - started,
             excerpt=excerpt,
             retry_after=response.headers.get("Retry-After"),
         )
 
+    def _timed_out(self) -> str:
+        return f"timed out after {self.timeout:g}s"
+
     @staticmethod
-    def _failed(outcome: str, started: float, error: str) -> Response:
+    def _failed(outcome: AttemptOutcome, started: float, error: str) -> Response:
         return Response(outcome, 0, time.monotonic() - started,
                         error=safe_text.from_text(error, ERROR_LIMIT))
 

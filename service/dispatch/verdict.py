@@ -7,8 +7,8 @@ from datetime import datetime
 
 from db import health
 from db.deliveries import AttemptResult, Claimed
-from db.vocabulary import Status
-from service.dispatch.sender import BLOCKED, INTERRUPTED, Response
+from db.vocabulary import AttemptOutcome, Status
+from service.dispatch.sender import Response
 from service.policy.backoff import RetryPolicy, next_step
 from service.policy.classify import DEFAULT_RETRYABLE, FAIL, SUCCEEDED, classify, parse_retry_after
 
@@ -35,7 +35,7 @@ def judge(
     delay: float | None = None
     backoff: float | None = None
     verdict = health.NEUTRAL  # the endpoint answered for good, or the request never left
-    if response.outcome == BLOCKED:
+    if response.outcome == AttemptOutcome.BLOCKED:
         status, last_error = Status.FAILED, error
     elif (kind := classify(code, retryable)) == SUCCEEDED:
         status, last_error, verdict = Status.SUCCEEDED, None, health.SUCCESS
@@ -80,7 +80,7 @@ def judge(
 
 def interruption(duration: float) -> Response:
     """Return the response of a send cut short by a stopping worker after `duration` s."""
-    return Response(INTERRUPTED, 0, duration, error=INTERRUPTION)
+    return Response(AttemptOutcome.INTERRUPTED, 0, duration, error=INTERRUPTION)
 
 
 def interrupted(claimed: Claimed, response: Response) -> AttemptResult:

@@ -19,6 +19,7 @@ from db.errors import InvalidData
 from db.events import IngestCounts, NewEvent
 from db.pool import ConnectionPool
 from db.rejected import Rejection
+from db.vocabulary import PoisonKind
 from service.ingest.envelope import Poison, parse
 from service.policy import safe_text
 from service.runtime.telemetry import Telemetry
@@ -58,7 +59,8 @@ def store_batch(pool: ConnectionPool, batch: Sequence[ConsumerRecord], *, max_pa
             stored = rejected.store(cursor, [_rejection(r, p) for r, p in poisons])
     except InvalidData:
         counts, culprits = _isolate(pool, goods)
-        poisons += [(record, Poison("unstorable", str(error))) for record, error in culprits]
+        poisons += [(record, Poison(PoisonKind.UNSTORABLE, str(error)))
+                    for record, error in culprits]
         with pool.transaction() as cursor:
             stored = rejected.store(cursor, [_rejection(r, p) for r, p in poisons])
     kinds = {_position(record): poison.kind for record, poison in poisons}
@@ -75,7 +77,7 @@ def _parse(record: ConsumerRecord, max_payload: int) -> NewEvent:
     except Exception as error:  # a case the envelope rules missed: keep it, don't stall
         log.exception("reading a message failed", extra=dict(
             zip(("topic", "partition", "offset"), _position(record), strict=True)))
-        raise Poison("unreadable", f"{type(error).__name__}: {error}") from error
+        raise Poison(PoisonKind.UNREADABLE, f"{type(error).__name__}: {error}") from error
 
 
 def _isolate(pool: ConnectionPool, goods: list[tuple[ConsumerRecord, NewEvent]]

@@ -29,6 +29,7 @@ from typing import Any
 
 from db.errors import InvalidInput
 from db.events import NewEvent, new_event
+from db.vocabulary import PoisonKind
 from service.policy.trace_context import from_headers
 
 Headers = Sequence[tuple[str, bytes | None]]
@@ -37,16 +38,10 @@ Headers = Sequence[tuple[str, bytes | None]]
 EPOCH_MILLIS_FROM = 100_000_000_000
 
 
-# Every `Poison.kind`, the labels of the rejection counter (the consumer adds the last two:
-# a message the envelope rules missed, and one the database refused).
-POISON_KINDS = ("tombstone", "too_large", "invalid_utf8", "not_an_object", "no_type",
-                "invalid_event", "invalid_json", "invalid_id", "unreadable", "unstorable")
-
-
 class Poison(ValueError):
     """A message that can never become an event; `kind` labels why (and the metric)."""
 
-    def __init__(self, kind: str, detail: str) -> None:
+    def __init__(self, kind: PoisonKind, detail: str) -> None:
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
 
@@ -73,21 +68,23 @@ def parse(
 ) -> NewEvent:
     """Return the event a message's value carries, or raise Poison saying why it cannot."""
     if value is None:
-        raise Poison("tombstone", "the message has no value")
+        raise Poison(PoisonKind.TOMBSTONE, "the message has no value")
     if len(value) > max_payload:
-        raise Poison("too_large", f"{len(value)} bytes is over the limit of {max_payload} bytes")
+        raise Poison(PoisonKind.TOO_LARGE,
+                     f"{len(value)} bytes is over the limit of {max_payload} bytes")
     try:
         text = value.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise Poison("invalid_utf8", f"byte {error.start}: {error.reason}") from None
+        raise Poison(PoisonKind.INVALID_UTF8, f"byte {error.start}: {error.reason}") from None
     document = _load(text)
     if not isinstance(document, dict):
-        raise Poison("not_an_object", f"the value is {_described(document)}, not an object")
+        raise Poison(PoisonKind.NOT_AN_OBJECT,
+                     f"the value is {_described(document)}, not an object")
     event_type = document.get("type")
     if not isinstance(event_type, str):
         detail = ("no `type`" if "type" not in document
                   else f"`type` is {_described(event_type)}")
-        raise Poison("no_type", f"{detail}; it must be a string")
+        raise Poison(PoisonKind.NO_TYPE, f"{detail}; it must be a string")
     event_id = _given_id(document)
     if event_id is None:
         event_id = derived_id(topic, partition, offset)
@@ -104,7 +101,7 @@ def parse(
         event = new_event(event_id, event_type, payload, max_payload=max_payload,
                           occurred_at=occurred_at)
     except InvalidInput as error:
-        raise Poison("invalid_event", str(error)) from None
+        raise Poison(PoisonKind.INVALID_EVENT, str(error)) from None
     trace = from_headers(headers)
     return replace(event, key=key, trace_parent=trace and trace.parent,
                    trace_state=trace and trace.state)
@@ -114,9 +111,9 @@ def _load(text: str) -> Any:
     try:
         return json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
-        raise Poison("invalid_json", "nested too deeply") from None
+        raise Poison(PoisonKind.INVALID_JSON, "nested too deeply") from None
     except ValueError as error:  # JSONDecodeError, NaN/Infinity, integers over 4300 digits
-        raise Poison("invalid_json", str(error)) from None
+        raise Poison(PoisonKind.INVALID_JSON, str(error)) from None
 
 
 def _refuse_constant(name: str) -> Any:
@@ -132,8 +129,8 @@ def _given_id(document: dict[str, Any]) -> str | None:
             return value  # new_event refuses an empty or overlong one
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
-        raise Poison("invalid_id", f"`{key}` is {_described(value)}; it must be a string or "
-                                   "an integer")
+        raise Poison(PoisonKind.INVALID_ID,
+                     f"`{key}` is {_described(value)}; it must be a string or an integer")
     return None
 
 

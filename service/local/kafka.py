@@ -47,12 +47,12 @@ def tansu_binary() -> Path:
     return binary
 
 
-def die_with_parent(signum: int = signal.SIGTERM) -> None:
-    """Have the kernel send `signum` to this process when the process that started it dies
-    (Linux; a `preexec_fn`: the broker is stopped, a test process interrupted)."""
+def _die_with_parent() -> None:
+    """Have the kernel stop the broker when the process that started it dies (Linux; run as
+    the broker's `preexec_fn`)."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum)
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass
@@ -90,7 +90,7 @@ class LocalKafka:
              "--advertised-listener-url", self.url],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,  # Ctrl-C in a terminal is for the parent alone
-            preexec_fn=die_with_parent,
+            preexec_fn=_die_with_parent,
         )
         deadline = time.monotonic() + timeout
         while not self._accepts_connections():

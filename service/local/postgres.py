@@ -15,7 +15,6 @@ import shutil
 import socket
 import stat
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,8 +72,8 @@ def _link_or_copy(source: str, target: str) -> None:
 class LocalPostgres:
     """One server: `base` holds the binaries (as root) and `data`; `start()` returns a DSN.
 
-    As a context manager it is started on entry and stopped on exit; a `disposable` one (see
-    `temporary()`) is stopped at once on exit and its folder removed.
+    As a context manager it is started on entry and stopped on exit; a `disposable` one is
+    stopped at once on exit and its folder removed.
     """
 
     base: Path
@@ -203,15 +202,6 @@ class LocalPostgres:
                 detail += "\n" + "\n".join(self.log_path.read_text().splitlines()[-20:])
             raise LocalPostgresError(f"{program} failed ({result.returncode}): {detail}")
         return result
-
-
-def temporary(*, fast_unsafe: bool = True) -> LocalPostgres:
-    """Return a disposable server in a new temporary folder (for tests and benchmarks; not
-    started): `with temporary() as server:` starts it and removes it with its data at the end.
-    """
-    base = Path(tempfile.mkdtemp(prefix="webhooks-pg-"))
-    base.chmod(0o755)
-    return LocalPostgres(base=base, fast_unsafe=fast_unsafe, disposable=True)
 
 
 def dev_base(workdir: Path) -> Path:

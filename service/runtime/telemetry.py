@@ -25,17 +25,8 @@ from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.process_collector import ProcessCollector
 
-from db.vocabulary import Status
+from db.vocabulary import AttemptOutcome, PoisonKind, Status
 from service import __version__
-from service.dispatch.sender import (
-    BLOCKED,
-    HTTP_ERROR,
-    INTERRUPTED,
-    NETWORK_ERROR,
-    SUCCESS,
-    TIMEOUT,
-)
-from service.ingest.envelope import POISON_KINDS
 from service.policy.classify import status_class
 from service.runtime.fork_handlers import without_fork_handlers
 from service.runtime.gauges import Gauges
@@ -47,8 +38,10 @@ SHUTDOWN_TIMEOUT = 5.0  # seconds shutdown() waits for the collector by default
 
 # The label sets each counter starts with, at zero.
 ATTEMPT_KINDS = (
-    (SUCCESS, "2xx"), *((HTTP_ERROR, family) for family in ("1xx", "3xx", "4xx", "5xx")),
-    (TIMEOUT, "none"), (NETWORK_ERROR, "none"), (BLOCKED, "none"), (INTERRUPTED, "none"),
+    (AttemptOutcome.SUCCESS, "2xx"),
+    *((AttemptOutcome.HTTP_ERROR, family) for family in ("1xx", "3xx", "4xx", "5xx")),
+    *((outcome, "none") for outcome in (AttemptOutcome.TIMEOUT, AttemptOutcome.NETWORK_ERROR,
+                                        AttemptOutcome.BLOCKED, AttemptOutcome.INTERRUPTED)),
 )
 OUTCOMES = tuple(dict.fromkeys(outcome for outcome, _ in ATTEMPT_KINDS))
 TRANSITIONS = (
@@ -117,7 +110,7 @@ class Telemetry:
             [{"action": action} for action in REPLAY_ACTIONS])
         self._rejected = counter(
             "webhooks_rejected_events_total", "Broker messages quarantined",
-            [{"reason": reason} for reason in POISON_KINDS])
+            [{"reason": reason} for reason in PoisonKind])
         self._ingested = counter(
             "webhooks_ingested_events_total", "Events stored, by source",
             [{"source": source} for source in SOURCES])

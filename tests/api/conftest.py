@@ -11,7 +11,7 @@ from db.pool import ConnectionPool
 from service.runtime.settings import Settings
 from service.runtime.telemetry import Telemetry
 from service.web.app import create_app
-from tests.database import dsn_for
+from tests.support.database import dsn_for
 
 
 class Api:

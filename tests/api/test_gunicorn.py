@@ -14,8 +14,8 @@ import pytest
 import requests
 
 from db import tokens
-from service.local.postgres import free_port
 from tests.helpers import PATIENCE, wait_for_http
+from tests.support.ports import reserve_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def web(database_url):
     """Run `webhooks web` with one gevent worker on a free port; yield its base URL."""
-    port = free_port()
+    port = reserve_port()
     env = {**os.environ, "DATABASE_URL": database_url, "WEB_CONCURRENCY": "1",
            "WEBHOOKS_METRICS_PORT": "0"}
     process = subprocess.Popen(

@@ -14,10 +14,10 @@ from db import inspection
 from db.errors import DatabaseUnavailable
 from db.pool import ConnectionPool
 from graphql_schema.limits import MAX_ALIASES, MAX_DEPTH, DocumentLimits
-from service.local.postgres import free_port
 from service.web.app import create_app
 from tests.api.conftest import Api
 from tests.helpers import PATIENCE
+from tests.support.ports import reserve_port
 
 STATS = "{ stats { queueDepth } }"
 
@@ -157,7 +157,7 @@ def test_the_depth_limit_counts_nested_fields():
 
 
 def test_an_unreachable_database_is_unavailable_not_a_crash(settings, telemetry):
-    down = ConnectionPool(f"postgresql://postgres@127.0.0.1:{free_port()}/none", size=2)
+    down = ConnectionPool(f"postgresql://postgres@127.0.0.1:{reserve_port()}/none", size=2)
     client = create_app(settings, pool=down, telemetry=telemetry).test_client()
     response = client.post("/graphql", json={"query": STATS},
                            headers={"Authorization": "Bearer whk_anything"})

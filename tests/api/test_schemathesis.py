@@ -18,8 +18,8 @@ from db.pool import ConnectionPool
 from service.runtime.settings import Settings
 from service.runtime.telemetry import Telemetry
 from service.web.app import create_app
-from tests.database import dsn_for
 from tests.factories import Factories
+from tests.support.database import dsn_for
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "graphql_schema" / "schema.graphql"
 EXAMPLES = 25  # per operation and role; ~50 operations keep this under a minute

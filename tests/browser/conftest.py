@@ -2,8 +2,8 @@
 database, real receivers, and headless Chromium (Debian's package) driven by Playwright.
 
 Without Chromium (or Playwright) the browser tests are skipped with a reason that says so
-(pytest -ra prints it, and the end of the run repeats it); under CI (CI=true) they fail
-instead (tests/integration/test_browser_skip.py).
+(pytest -ra prints it, and tests/conftest.py repeats it at the end of the run); under CI
+(CI=true) they fail instead (tests/integration/test_browser_skip.py).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import requests
 
 from db import tokens
 from db.pool import ConnectionPool
-from service.local.postgres import free_port
-from tests.database import dsn_for
 from tests.factories import Factories
 from tests.helpers import worker_process
+from tests.support.database import dsn_for
+from tests.support.ports import reserve_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("WEBHOOKS_CHROMIUM", "/usr/bin/chromium")
@@ -38,12 +38,6 @@ NO_CHROMIUM = ("browser tests NOT run: no Chromium at {path} (apt-get install ch
                "set WEBHOOKS_CHROMIUM)")
 NO_PLAYWRIGHT = ("browser tests NOT run: Playwright for Python is not installed "
                  "(pip install -e '.[dev]')")
-_skipped: list[str] = []
-
-
-def pytest_terminal_summary(terminalreporter) -> None:
-    for message in dict.fromkeys(_skipped):
-        terminalreporter.write_sep("!", message, red=True)
 
 
 def _missing() -> str | None:
@@ -64,7 +58,6 @@ def chromium() -> str:
     if message:
         if os.environ.get("CI"):
             pytest.fail(f"{message}; CI must run them (.ci/run installs Chromium)")
-        _skipped.append(message)
         pytest.skip(message)
     return CHROMIUM
 
@@ -102,7 +95,7 @@ def service_dsn(server_dsn, database_factory, template_database) -> str:
 @pytest.fixture(scope="module")
 def service_url(chromium, service_dsn) -> Iterator[str]:
     """Run `webhooks web` and `webhooks worker` on the module's database; yield the web URL."""
-    port = free_port()
+    port = reserve_port()
     env = {**os.environ, "DATABASE_URL": service_dsn, "WEB_CONCURRENCY": "1",
            "WEBHOOKS_METRICS_PORT": "0",
            "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS": "true"}  # the receivers are on 127.0.0.1

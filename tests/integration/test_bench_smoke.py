@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import PATIENCE
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ("ceiling", "dispatch", "polling", "ingest", "latency", "backlog", "isolation")

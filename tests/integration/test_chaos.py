@@ -11,6 +11,8 @@ poisoned topic and the search for secrets, each through real worker processes.
 import subprocess
 import sys
 
+import pytest
+
 from tests.catalogues.hostile_endpoints import KINDS
 from tests.helpers import PATIENCE
 from tests.reliability import attacks, scenarios
@@ -18,14 +20,16 @@ from tests.reliability.report import report
 from tests.reliability.run import Options
 from tests.reliability.secrets import secrets
 
+pytestmark = pytest.mark.slow
+
 # Small runs with timeouts a busy machine cannot mistake an answer for: an HTTP timeout of
 # 5 s (the flaky receiver's hangs and slow bodies last 30 s and more, the hostile ones 100 s
 # and more), claims that go stale only after 30 s (six HTTP timeouts), twenty minutes for a
 # run to settle.
-FAST = Options(events=600, configs=2, kill_every=2.0, max_kills=3, rate=300.0,
+FAST = Options(events=300, configs=2, kill_every=2.0, max_kills=3, rate=300.0,
                session_timeout=2.0, outage=3.0, freeze=11.0, deadline=1200.0, per_kind=3,
                ssrf_rounds=2, poison_messages=500, secret_configs=6, http_timeout=5.0,
-               hostile_timeout=5.0, claim_timeout=30.0)
+               hostile_timeout=5.0, claim_timeout=15.0)
 
 
 def settled(verdict) -> dict:

@@ -18,11 +18,11 @@ import pytest
 
 from service.cli import build_parser
 from service.commands.registry import COMMANDS
-from service.local.postgres import free_port
 from service.runtime.command_settings import COMMAND_SETTINGS
 from service.runtime.settings import Settings
 from tests.helpers import PATIENCE
 from tests.integration.test_dev import world_readable_tmp  # noqa: F401  (fixture)
+from tests.support.ports import reserve_port
 
 
 def _run(*argv: str, **env: str) -> subprocess.CompletedProcess:
@@ -97,7 +97,7 @@ def test_a_malformed_database_url_exits_2_with_one_line():
 
 
 def test_a_worker_without_its_database_retries_then_exits_3_without_a_traceback():
-    result = _run("worker", DATABASE_URL=f"postgresql://nobody@127.0.0.1:{free_port()}/none",
+    result = _run("worker", DATABASE_URL=f"postgresql://nobody@127.0.0.1:{reserve_port()}/none",
                   WEBHOOKS_STARTUP_TIMEOUT="2s", WEBHOOKS_METRICS_PORT="0")
     assert result.returncode == 3, result.stderr
     assert "Traceback" not in result.stderr
@@ -142,7 +142,7 @@ def test_a_sigterm_while_a_worker_waits_for_its_database_exits_0_at_once():
                    if key != "DATABASE_URL" and not key.startswith(("WEBHOOKS_", "KAFKA_"))}
     worker = subprocess.Popen(
         [sys.executable, "-m", "service", "worker"], stderr=subprocess.PIPE, text=True,
-        env={**environment, "DATABASE_URL": f"postgresql://nobody@127.0.0.1:{free_port()}/x",
+        env={**environment, "DATABASE_URL": f"postgresql://nobody@127.0.0.1:{reserve_port()}/x",
              "WEBHOOKS_STARTUP_TIMEOUT": "1h", "WEBHOOKS_METRICS_PORT": "0"})
     try:
         first = worker.stderr.readline()  # the first retry line: it is waiting now

@@ -4,7 +4,8 @@ import random
 from datetime import UTC, datetime
 
 from db import deliveries
-from service.dispatch.sender import HTTP_ERROR, SUCCESS, Response
+from db.vocabulary import AttemptOutcome
+from service.dispatch.sender import Response
 from service.dispatch.verdict import judge
 from service.policy.backoff import RetryPolicy
 
@@ -23,7 +24,7 @@ def test_each_backoff_grows_from_the_one_stored_after_the_attempt_before(make):
     make.config()
     _, (delivery_id,) = make.event()
     rng = random.Random(11)
-    failing = Response(HTTP_ERROR, 503, 0.01)
+    failing = Response(AttemptOutcome.HTTP_ERROR, 503, 0.01)
     stored = None
     chain = []
     for _ in range(8):
@@ -38,7 +39,7 @@ def test_each_backoff_grows_from_the_one_stored_after_the_attempt_before(make):
         chain.append(stored)
     assert len(set(chain)) == len(chain)
 
-    _attempt(make, delivery_id, Response(SUCCESS, 200, 0.01), rng)
+    _attempt(make, delivery_id, Response(AttemptOutcome.SUCCESS, 200, 0.01), rng)
     row = make.row(delivery_id)
     assert (row["status"], row["last_backoff_seconds"]) == ("succeeded", None)
 
@@ -46,7 +47,7 @@ def test_each_backoff_grows_from_the_one_stored_after_the_attempt_before(make):
 def test_a_retry_after_stretches_the_delay_but_not_the_carried_backoff(make):
     make.config()
     _, (delivery_id,) = make.event()
-    response = Response(HTTP_ERROR, 429, 0.01, retry_after="7200")
+    response = Response(AttemptOutcome.HTTP_ERROR, 429, 0.01, retry_after="7200")
     _, result = _attempt(make, delivery_id, response, random.Random(2))
     row = make.row(delivery_id)
     assert result.next_delay == 7200

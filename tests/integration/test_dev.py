@@ -14,8 +14,8 @@ import psycopg2
 import pytest
 import requests
 
-from service.local.postgres import free_port
 from tests.helpers import PATIENCE, wait_for_http, wait_until
+from tests.support.ports import reserve_port
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def _start(data_dir, port):
 
 def test_dev_starts_serves_and_stops_cleanly(world_readable_tmp):
     data_dir = world_readable_tmp / "dev"
-    port = free_port()
+    port = reserve_port()
     process = _start(data_dir, port)
     try:
         wait_for_http(f"http://127.0.0.1:{port}/healthz", process)

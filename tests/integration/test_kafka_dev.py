@@ -8,10 +8,10 @@ import sys
 from db import configs
 from db.pool import ConnectionPool
 from service.local.kafka import LocalKafka
-from service.local.postgres import free_port
 from tests.helpers import PATIENCE
 from tests.integration.test_dev import world_readable_tmp  # noqa: F401  (fixture)
 from tests.kafka import SESSION_TIMEOUT, Topic
+from tests.support.ports import reserve_port
 
 
 def _banner(process):
@@ -30,7 +30,7 @@ def test_dev_kafka_prints_the_broker_and_ingests_what_is_produced(
         world_readable_tmp, receiver):  # noqa: F811
     process = subprocess.Popen(
         [sys.executable, "-m", "service", "dev", "--kafka", "--data-dir",
-         str(world_readable_tmp / "dev"), "--port", str(free_port()),
+         str(world_readable_tmp / "dev"), "--port", str(reserve_port()),
          "--kafka-session-timeout", f"{SESSION_TIMEOUT}s"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

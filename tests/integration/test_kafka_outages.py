@@ -1,19 +1,27 @@
 """Kafka ingestion through outages: the database down, the broker frozen or not yet up."""
 
 import contextlib
+import logging
 
 import gevent
 
 from db import configs
 from db.pool import ConnectionPool
 from service.local.kafka import LocalKafka
-from service.local.postgres import free_port
 from service.runtime.settings import Settings
 from service.runtime.telemetry import Telemetry
-from service.runtime.worker import Worker
+from service.worker import Worker
 from tests.helpers import PATIENCE, wait_until
-from tests.kafka import SESSION_TIMEOUT, Topic, consumer_settings, new_topic, unique
+from tests.kafka import (
+    SESSION_TIMEOUT,
+    Topic,
+    consumer_settings,
+    new_topic,
+    relaying,
+    unique,
+)
 from tests.outages import broker_frozen, postgres_down
+from tests.support.ports import reserve_port
 
 
 def _ids(make):
@@ -26,7 +34,13 @@ def _derived(topic: Topic) -> set[str]:
     return {f"{topic.name}:{partition}:{offset}" for partition, offset in topic.sent}
 
 
-def test_a_database_outage_commits_nothing_and_loses_nothing(own_postgres, topic, receiver):
+def _failed_stores(caplog) -> list:
+    return [r for r in caplog.records if r.getMessage().startswith("storing a batch failed")]
+
+
+def test_a_database_outage_commits_nothing_and_loses_nothing(own_postgres, topic, receiver,
+                                                              caplog):
+    caplog.set_level(logging.WARNING, logger="webhooks.consumer")
     with contextlib.closing(ConnectionPool(own_postgres.dsn, size=1)) as pool:
         configs.create(pool, endpoint=receiver.url, event_types=["t"])
     kafka = consumer_settings(topic)
@@ -44,7 +58,8 @@ def test_a_database_outage_commits_nothing_and_loses_nothing(own_postgres, topic
         with postgres_down(own_postgres):  # back with the same data on the same port
             before = topic.committed(kafka["kafka_group_id"])
             topic.send_many([{"type": "t", "n": n} for n in range(50, 100)])
-            gevent.sleep(2.5)  # the consumer reads the batch, cannot store it, tries again
+            # the consumer reads the batch, cannot store it, and reads it again
+            wait_until(lambda: len(_failed_stores(caplog)) >= 2)
             assert topic.committed(kafka["kafka_group_id"]) == before
 
         wait_until(lambda: topic.committed(kafka["kafka_group_id"]) == topic.ends())
@@ -82,19 +97,25 @@ def test_a_broker_frozen_past_the_session_timeout_loses_and_doubles_nothing(
         topic.close()
 
 
-def test_a_worker_started_before_its_broker_consumes_once_the_broker_is_up(make, start_worker):
-    broker = LocalKafka(port=free_port())
+def test_a_worker_started_before_its_broker_consumes_once_the_broker_is_up(
+        make, start_worker, caplog):
+    """The worker knows the broker by an address nobody listens on until the broker is up
+    and its topic made (a relay to the broker then); the worker's own requests cannot bring
+    the topic into being first."""
+    caplog.set_level(logging.WARNING, logger="webhooks.consumer")
+    address = reserve_port()
     name = unique("late")
-    worker = start_worker(kafka_bootstrap_servers=broker.bootstrap, kafka_topics=(name,),
+    worker = start_worker(kafka_bootstrap_servers=f"127.0.0.1:{address}", kafka_topics=(name,),
                           kafka_group_id=unique("group"), kafka_session_timeout=SESSION_TIMEOUT)
-    try:
-        gevent.sleep(1)  # the consumer keeps trying an address nobody listens on
-        assert worker.consumer.client is None
-        broker.start()
+    wait_until(lambda: len([r for r in caplog.records
+                            if r.getMessage().startswith("Kafka brokers unreachable")]) >= 2)
+    assert worker.consumer.client is None
+    with LocalKafka(port=reserve_port()) as broker:
         broker.create_topic(name)
-        topic = Topic(broker, name)
-        topic.send_many([{"type": "t", "n": n} for n in range(10)])
-        wait_until(lambda: _ids(make) == _derived(topic))
-        topic.close()
-    finally:
-        broker.stop()
+        with relaying(address, broker.port):
+            topic = Topic(broker, name)
+            try:
+                topic.send_many([{"type": "t", "n": n} for n in range(10)])
+                wait_until(lambda: _ids(make) == _derived(topic))
+            finally:
+                topic.close()

@@ -11,7 +11,6 @@ import pytest
 import requests
 
 from db import stalls
-from service.local.postgres import free_port
 from tests.helpers import PROBE_TIMEOUT, wait_until
 from tests.integration.test_telemetry import samples
 from tests.kafka import (
@@ -23,6 +22,7 @@ from tests.kafka import (
     skip_to,
 )
 from tests.kafka_events import stored_names
+from tests.support.ports import reserve_port
 
 pytestmark = pytest.mark.parametrize("library", LIBRARIES)
 
@@ -40,7 +40,7 @@ def test_undecodable_batches_hold_their_partitions_and_say_so(
         producer.send(topic.name, {"type": "t", "name": f"behind-{partition}"},
                       partition=partition)
     producer.flush()
-    port = free_port()
+    port = reserve_port()
     kafka = consumer_settings(topic)
     caplog.set_level(logging.ERROR, logger="webhooks.consumer")
     worker = start_worker(**kafka, metrics_port=port)
@@ -84,7 +84,7 @@ def test_a_batch_whose_codec_library_is_missing_holds_its_partition_until_instal
     plain.flush()
     assert batches_on_wire(kafka_broker, topic.name, 1) == [("snappy", 3), ("none", 1)]
     monkeypatch.setattr(kafka.codec, "has_snappy", lambda: False)  # this process only
-    port = free_port()
+    port = reserve_port()
     kafka_settings = consumer_settings(topic)
     caplog.set_level(logging.ERROR, logger="webhooks.consumer")
     worker = start_worker(**kafka_settings, metrics_port=port)

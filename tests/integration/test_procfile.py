@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from db import events
-from service.local.postgres import free_port
 from tests.helpers import PATIENCE, wait_for_http
+from tests.support.ports import reserve_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,7 @@ def _environment(empty_database_url, port):
         "PORT": str(port),
         "WEB_CONCURRENCY": "1",
         "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS": "true",
-        "WEBHOOKS_METRICS_PORT": str(free_port()),
+        "WEBHOOKS_METRICS_PORT": str(reserve_port()),
         "WEBHOOKS_LOG_LEVEL": "warning",
     }
 
@@ -60,7 +60,7 @@ def test_the_docs_run_the_release_apart_then_start_web_and_worker():
 
 def test_honcho_runs_the_procfile_and_a_delivery_arrives(empty_database_url, receiver,
                                                           tmp_path):
-    port = free_port()
+    port = reserve_port()
     env = _environment(empty_database_url, port)
     honcho = [sys.executable, "-m", "honcho", "-f", str(ROOT / "Procfile")]
     release, start = _documented_honcho_commands()

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import gevent
 
-from service.local.postgres import free_port
 from tests.helpers import PATIENCE, wait_until
 from tests.integration.test_dev import world_readable_tmp  # noqa: F401  (fixture)
+from tests.support.ports import reserve_port
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -67,7 +67,7 @@ def test_the_example_receiver_verifies_a_real_delivery(make, start_worker, tmp_p
     (receiver_code,) = [b for b in _blocks("python") if "class Receiver" in b]
     script = tmp_path / "receiver.py"
     script.write_text(receiver_code)
-    port = free_port()
+    port = reserve_port()
     config = make.config(endpoint=f"http://127.0.0.1:{port}/hook")
     env = {**os.environ, "WEBHOOK_SECRET": make.secrets[config.id],
            "RECEIVER_PORT": str(port)}
@@ -89,7 +89,7 @@ def test_the_example_receiver_rejects_a_forged_request(make, start_worker, tmp_p
     (receiver_code,) = [b for b in _blocks("python") if "class Receiver" in b]
     script = tmp_path / "receiver.py"
     script.write_text(receiver_code)
-    port = free_port()
+    port = reserve_port()
     make.config(endpoint=f"http://127.0.0.1:{port}/hook")
     env = {**os.environ, "WEBHOOK_SECRET": "whsec_" + "QUJD" * 8,
            "RECEIVER_PORT": str(port)}
@@ -107,7 +107,7 @@ def test_the_example_receiver_rejects_a_forged_request(make, start_worker, tmp_p
 
 def test_try_it_works_as_pasted_against_webhooks_dev(world_readable_tmp, tmp_path):  # noqa: F811
     """Run the Try-it steps in order, only with the ports, the token and the secret filled in."""
-    dev_port, receiver_port = free_port(), free_port()
+    dev_port, receiver_port = reserve_port(), reserve_port()
     create, receiver_step, publish = re.findall(r"```sh\n(.*?)```", _section("Try it"),
                                                 re.DOTALL)
     dev = subprocess.Popen(

@@ -10,12 +10,12 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.local.postgres import free_port
 from service.policy.trace_context import TraceContext
 from service.runtime.telemetry import Telemetry
-from service.runtime.worker import Worker
+from service.worker import Worker
 from tests.helpers import PATIENCE, wait_until
 from tests.receivers import Reply
+from tests.support.ports import reserve_port
 
 SPEC_METRICS = (
     "webhooks_delivery_attempts_total",
@@ -31,7 +31,7 @@ def test_worker_serves_spec_metrics_on_its_metrics_port(make, receiver_factory, 
     receiver = receiver_factory(lambda request: Reply(503))
     make.config(endpoint=receiver.url)
     _, (delivery_id,) = make.event()
-    port = free_port()
+    port = reserve_port()
     worker = start_worker(metrics_port=port, min_backoff=3600.0, queue_metrics_period=0.1)
     wait_until(lambda: make.row(delivery_id)["attempt_count"] == 1)
     worker.telemetry.replayed("expedited")
@@ -123,7 +123,7 @@ def samples(text: str) -> dict[tuple[str, frozenset], float]:
 
 
 def test_a_fresh_worker_exports_every_counter_and_histogram_at_zero(start_worker):
-    port = free_port()
+    port = reserve_port()
     start_worker(metrics_port=port)
     text = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=PATIENCE).text
     found = samples(text)

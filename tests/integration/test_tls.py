@@ -6,8 +6,9 @@ import ssl
 import gevent.server
 import pytest
 
+from db.vocabulary import AttemptOutcome
 from service.dispatch import transport
-from service.dispatch.sender import SUCCESS, Sender
+from service.dispatch.sender import Sender
 from tests.catalogues.hostile_endpoints import read_request, self_signed
 from tests.helpers import PATIENCE
 
@@ -65,7 +66,7 @@ def test_new_https_connections_share_the_verifying_context(monkeypatch, certific
         responses = [sender.post(url, b"{}", {"content-type": "application/json"})
                      for _ in range(3)]
         outcomes = [(r.outcome, r.status_code, r.excerpt) for r in responses]
-        assert outcomes == [(SUCCESS, 200, "ok")] * 3, responses[0].error
+        assert outcomes == [(AttemptOutcome.SUCCESS, 200, "ok")] * 3, responses[0].error
         assert len(connections) == 3  # a new TLS connection each time, all verified
         pools = sender.adapter.poolmanager.pools
         (key,) = pools.keys()

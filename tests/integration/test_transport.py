@@ -6,8 +6,9 @@ from __future__ import annotations
 import greenlet
 import pytest
 
+from db.vocabulary import AttemptOutcome
 from service.dispatch import transport
-from service.dispatch.sender import HTTP_ERROR, SUCCESS, Sender
+from service.dispatch.sender import Sender
 from tests.helpers import wait_until
 from tests.receivers import Reply
 
@@ -35,19 +36,19 @@ def _pooled_connections(sender: Sender, port: int) -> list:
 
 def test_a_healthy_connection_is_reused(sender, receiver):
     for _ in range(5):
-        assert sender.post(receiver.url, b"{}", {}).outcome == SUCCESS
+        assert sender.post(receiver.url, b"{}", {}).outcome == AttemptOutcome.SUCCESS
     assert receiver.connections == 1
     assert len(receiver.requests) == 5
 
 
 def test_a_connection_the_endpoint_closed_while_idle_is_not_reused(sender, receiver_factory):
     receiver = receiver_factory(lambda request: Reply(action="raw", raw=ANSWER_THEN_HANG_UP))
-    assert sender.post(receiver.url, b"{}", {}).outcome == SUCCESS
+    assert sender.post(receiver.url, b"{}", {}).outcome == AttemptOutcome.SUCCESS
     wait_until(lambda: receiver.closed == 1)  # the endpoint hung up after its answer
 
     second = sender.post(receiver.url, b"{}", {})
 
-    assert second.outcome == SUCCESS, second.error
+    assert second.outcome == AttemptOutcome.SUCCESS, second.error
     assert receiver.connections == 2  # a new connection, not an error on the dead one
 
 
@@ -80,4 +81,4 @@ def test_the_answers_headers_are_read_in_any_case(sender, receiver_factory):
     receiver = receiver_factory(lambda request: Reply(status=503, headers={"retry-AFTER": "7"}))
     response = sender.post(receiver.url, b"{}", {})
     assert (response.outcome, response.status_code, response.retry_after) == (
-        HTTP_ERROR, 503, "7")
+        AttemptOutcome.HTTP_ERROR, 503, "7")

@@ -34,14 +34,15 @@ from pathlib import Path  # noqa: E402
 
 from db.migrate import migrate  # noqa: E402
 from service.local.kafka import LocalKafka  # noqa: E402
-from service.local.postgres import temporary  # noqa: E402
-from tests.database import fresh_database  # noqa: E402
-from tests.processes import machine  # noqa: E402
 from tests.reliability import attacks, scenarios  # noqa: E402
 from tests.reliability.check import Verdict  # noqa: E402
 from tests.reliability.report import report  # noqa: E402
 from tests.reliability.run import Options  # noqa: E402
 from tests.reliability.secrets import secrets  # noqa: E402
+from tests.support.database import fresh_database  # noqa: E402
+from tests.support.ports import reserve_port  # noqa: E402
+from tests.support.postgres import temporary_postgres  # noqa: E402
+from tests.support.processes import machine  # noqa: E402
 
 SCENARIOS = ("crash", "database", "broker", "hostile", "ssrf", "poison", "secrets")
 RESULTS = Path(__file__).resolve().parent / "results" / "chaos.json"
@@ -53,18 +54,19 @@ QUICK = dict(events=600, kill_every=2.0, max_kills=3, session_timeout=2.0, freez
 def run(name: str, options: Options, workdir: Path, say) -> Verdict:
     """Run one scenario on servers of its own; return its verdict."""
     if name == "crash":
-        with temporary(fast_unsafe=False) as pg:
+        with temporary_postgres(fast_unsafe=False) as pg:
             return scenarios.crash(fresh_database(pg, "chaos"), workdir, options, say)
     if name == "database":
-        with temporary(fast_unsafe=False) as server, LocalKafka() as broker:
+        with temporary_postgres(fast_unsafe=False) as server, \
+                LocalKafka(port=reserve_port()) as broker:
             migrate(server.dsn)
             return scenarios.database_outage(server, broker, workdir, options, say)
     if name in ("hostile", "ssrf", "secrets"):
         scenario = {"hostile": attacks.hostile, "ssrf": attacks.ssrf, "secrets": secrets}[name]
-        with temporary(fast_unsafe=False) as pg:
+        with temporary_postgres(fast_unsafe=False) as pg:
             return scenario(fresh_database(pg, "chaos"), workdir, options, say)
     scenario = scenarios.broker_outage if name == "broker" else scenarios.poison_topic
-    with temporary(fast_unsafe=False) as pg, LocalKafka() as broker:
+    with temporary_postgres(fast_unsafe=False) as pg, LocalKafka(port=reserve_port()) as broker:
         return scenario(fresh_database(pg, "chaos"), broker, workdir, options, say)
 
 

@@ -26,10 +26,10 @@ from db.pool import ConnectionPool
 from service.dispatch.sender import EXCERPT_LIMIT
 from tests.catalogues.hostile_endpoints import KINDS, HostileEndpoints, Kind
 from tests.catalogues.ssrf_targets import HOSTS
-from tests.database import count_deliveries, sql
 from tests.reliability.check import Findings, Verdict
 from tests.reliability.fleet import Workers
 from tests.reliability.run import POLL, Options, publish
+from tests.support.database import count_deliveries, sql
 
 HOSTILE_ATTEMPTS = 3  # WEBHOOKS_MAX_ATTEMPTS of the hostile scenario
 # An attempt may last twice the timeout: the timeout, then as long again for a worker's event

@@ -18,11 +18,11 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.local.postgres import free_port
-from tests.database import sql
 from tests.helpers import PATIENCE
-from tests.processes import ROOT, peak_rss_mb, worker_environment
 from tests.reliability.evidence import Kill
+from tests.support.database import sql
+from tests.support.ports import reserve_port
+from tests.support.processes import ROOT, peak_rss_mb, worker_environment
 
 STOP_TIMEOUT = PATIENCE  # seconds a warmly stopped process may take before it is killed
 READY_TIMEOUT = PATIENCE  # seconds a worker may take to answer /healthz after it is started
@@ -47,7 +47,7 @@ class Receiver:
         return self.workdir / "receiver.jsonl"
 
     def start(self) -> None:
-        self.port = free_port()
+        self.port = reserve_port()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability.receiver", "--port", str(self.port),
              "--record", str(self.record_path), "--seed", str(self.seed),
@@ -149,7 +149,7 @@ class Workers:
 
     def _spawn(self) -> subprocess.Popen:
         self._started += 1
-        port = free_port()
+        port = reserve_port()
         log = (self.workdir / f"worker-{self._started}.log").open("wb")
         with log:
             process = subprocess.Popen(

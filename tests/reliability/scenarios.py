@@ -22,7 +22,6 @@ import gevent
 from service.local.kafka import LocalKafka
 from service.local.postgres import LocalPostgres
 from tests.catalogues.poison_messages import MAX_PAYLOAD, REASONS, poison, reason_kind
-from tests.database import count_deliveries, sql
 from tests.outages import broker_frozen, postgres_down
 from tests.reliability.check import Rules, Verdict
 from tests.reliability.produce import Message, Producer, committed_and_end_offsets
@@ -37,6 +36,7 @@ from tests.reliability.run import (
     running,
     wait,
 )
+from tests.support.database import count_deliveries, sql
 
 # What the consumer logs when a batch could not be stored or committed (service/ingest/consumer.py)
 STORE_FAILED = "storing a batch failed"

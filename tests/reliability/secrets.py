@@ -29,13 +29,13 @@ from gevent.server import StreamServer
 from db import tokens
 from db.configs import mint_secret
 from db.pool import ConnectionPool
-from service.local.postgres import free_port
 from tests.catalogues.hostile_endpoints import KINDS, HostileEndpoints, head, read_request
-from tests.processes import ROOT
 from tests.reliability.attacks import NO_CRASH_SETTINGS, judge_workers, run_workers
 from tests.reliability.check import Findings, Verdict
 from tests.reliability.fleet import READY_TIMEOUT, STOP_TIMEOUT, Workers
 from tests.reliability.run import Options
+from tests.support.ports import reserve_port
+from tests.support.processes import ROOT
 
 EVENT_TYPE = "secrets.probe"
 EVENTS = 3  # events published; each goes to every config
@@ -214,7 +214,7 @@ def _echo() -> Iterator[str]:
 @contextlib.contextmanager
 def _web(dsn: str, workdir: Path) -> Iterator[str]:
     """Run `webhooks web` (one gevent worker, debug logs to web.log); yield its base URL."""
-    port = free_port()
+    port = reserve_port()
     environment = {**os.environ, "DATABASE_URL": dsn, "WEB_CONCURRENCY": "1",
                    "WEBHOOKS_METRICS_PORT": "0", "WEBHOOKS_LOG_LEVEL": "debug",
                    "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS": "true"}  # the echo endpoint is local

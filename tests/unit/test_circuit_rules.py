@@ -9,8 +9,9 @@ import pytest
 
 from db import health
 from db.deliveries import Claimed
+from db.vocabulary import AttemptOutcome
 from service.dispatch.circuit import NEVER, rules_from
-from service.dispatch.sender import BLOCKED, Response
+from service.dispatch.sender import Response
 from service.dispatch.verdict import judge
 from service.policy.backoff import RetryPolicy
 from service.runtime.settings import Settings, SettingsError
@@ -36,7 +37,7 @@ CLAIMED = Claimed(
     ("http_error", 404, health.NEUTRAL),
     ("http_error", 410, health.NEUTRAL),
     ("http_error", 301, health.NEUTRAL),
-    (BLOCKED, 0, health.NEUTRAL),
+    (AttemptOutcome.BLOCKED, 0, health.NEUTRAL),
 ])
 def test_each_response_gives_the_breaker_its_verdict(outcome, status_code, verdict):
     response = Response(outcome=outcome, status_code=status_code, duration=0.01,

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from service.runtime.heap import freeze_startup_objects
-from tests.processes import ROOT
+from tests.support.processes import ROOT
 
 
 def test_freezing_exempts_what_exists_and_still_collects_later_garbage():

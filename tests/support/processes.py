@@ -12,7 +12,7 @@ import gevent
 import gevent.event
 from gevent.server import StreamServer
 
-ROOT = Path(__file__).resolve().parents[1]  # the repository: the processes' working folder
+ROOT = Path(__file__).resolve().parents[2]  # the repository: the processes' working folder
 
 
 def worker_environment(dsn: str, **settings: str) -> dict[str, str]:

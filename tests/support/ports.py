@@ -1,0 +1,58 @@
+"""TCP ports for the servers that tests and benchmarks start, never picked twice.
+
+A port that `bind(0)` found free is nobody's until the server binds it; meanwhile the kernel
+may give it to any outgoing connection of the machine as its local port (both draw from the
+ephemeral range), and another run's search may pick it too. So ports come from below the
+ephemeral range, where no outgoing connection lands, and each is claimed with a lock file
+held until this process ends: a run beside this one skips it, and this process never hands
+it out twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import random
+import socket
+import tempfile
+from pathlib import Path
+
+LOCKS = Path(tempfile.gettempdir()) / "webhooks-test-ports"
+LOWEST = 20_000  # below it, well-known services (PostgreSQL on 5432, brokers, caches) listen
+DEFAULT_EPHEMERAL_START = 32_768  # Linux's default, when /proc does not say
+_held: list[int] = []  # descriptors of the lock files, closed when the process ends
+
+
+def reserve_port() -> int:
+    """Return a TCP port of 127.0.0.1 that is free and that no other caller gets."""
+    LOCKS.mkdir(mode=0o777, exist_ok=True)
+    candidates = list(range(LOWEST, _ephemeral_start()))
+    random.shuffle(candidates)
+    for port in candidates:
+        lock = os.open(LOCKS / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another process holds it
+            os.close(lock)
+            continue
+        if _bindable(port):
+            _held.append(lock)
+            return port
+        os.close(lock)  # taken by a program that takes no lock
+    raise RuntimeError(f"no free TCP port between {LOWEST} and {_ephemeral_start()}")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as probe, contextlib.suppress(OSError):
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
+        return True
+    return False
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return DEFAULT_EPHEMERAL_START
