@@ -32,6 +32,12 @@ hypothesis_settings.load_profile("busy-machine")
 NOT_RUN = "tests NOT run"
 
 
+def pytest_collection_modifyitems(items) -> None:
+    """Run the long proofs (marked slow) first: spread over workers, a run then ends with
+    short tests instead of waiting for one long one that started last."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     reasons = [report.longrepr[2] for report in terminalreporter.stats.get("skipped", [])
                if isinstance(report.longrepr, tuple)]

@@ -28,8 +28,8 @@ pytestmark = pytest.mark.slow
 # run to settle.
 FAST = Options(events=300, configs=2, kill_every=2.0, max_kills=3, rate=300.0,
                session_timeout=2.0, outage=3.0, freeze=11.0, deadline=1200.0, per_kind=3,
-               ssrf_rounds=2, poison_messages=500, secret_configs=6, http_timeout=5.0,
-               hostile_timeout=5.0, claim_timeout=15.0)
+               ssrf_rounds=2, poison_messages=500, secret_configs=6, http_timeout=2.5,
+               hostile_timeout=2.5, claim_timeout=15.0)
 
 
 def settled(verdict) -> dict:

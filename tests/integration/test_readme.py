@@ -29,7 +29,7 @@ def test_the_first_screen_gives_exactly_two_commands():
     commands = _blocks("sh")[:2]
     assert len(re.findall(r"```sh\n", first_screen)) == 2
     assert commands[0].strip().endswith("webhooks dev")
-    assert commands[1].strip().endswith("python -m pytest")
+    assert commands[1].strip().endswith("python -m pytest -n 2")
 
 
 def test_ci_runs_the_readme_test_command_verbatim():
