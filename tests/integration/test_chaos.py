@@ -22,10 +22,11 @@ from tests.reliability.secrets import secrets
 
 pytestmark = pytest.mark.slow
 
-# Small runs with timeouts a busy machine cannot mistake an answer for: an HTTP timeout of
-# 5 s (the flaky receiver's hangs and slow bodies last 30 s and more, the hostile ones 100 s
-# and more), claims that go stale only after 30 s (six HTTP timeouts), twenty minutes for a
-# run to settle.
+# Small runs: an HTTP timeout of 2.5 s (the flaky receiver's hangs and slow bodies last 30 s
+# and more, the hostile ones 100 s and more; an answer that a busy machine delays past it is
+# recorded as a timeout at the limit, which the checker tells apart), claims that go stale
+# only after 15 s (six HTTP timeouts: a claim waits behind at most two shares of sends),
+# twenty minutes for a run to settle.
 FAST = Options(events=300, configs=2, kill_every=2.0, max_kills=3, rate=300.0,
                session_timeout=2.0, outage=3.0, freeze=11.0, deadline=1200.0, per_kind=3,
                ssrf_rounds=2, poison_messages=500, secret_configs=6, http_timeout=2.5,
