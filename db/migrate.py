@@ -2,6 +2,10 @@
 
 Each file `NNNN_name.sql` runs once, in its own transaction, and is recorded in
 `schema_migrations`. Concurrent runs queue on the lock; the later ones find nothing to do.
+The lock belongs to the session for the whole run on a direct connection; through a
+transaction-mode pooler, where a session lock would stay behind on whichever server session
+took it, each migration's transaction takes the lock for itself and checks again that the
+migration is still to do.
 
 A migration that alters a busy table waits for its lock at most LOCK_TIMEOUT, then gives
 way and tries again: queued behind a long reader, it would otherwise hold up every claim,
@@ -25,10 +29,10 @@ from pathlib import Path
 import psycopg2.errors
 
 from db.errors import DatabaseUnavailable, translated
-from db.pool import connect
+from db.pool import Pooler, connect
+from db.sql import QUERIES
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-MIGRATION_LOCK = 7_245_101  # pg_advisory_lock key shared by every `webhooks migrate`
 LOCK_TIMEOUT = "5s"  # longest wait for a table lock within one try of a migration
 LOCK_POLL = 0.2  # seconds between tries of the migration lock held by another run
 LOCK_TRIES = 12  # tries of one migration before giving up (about a minute and a half)
@@ -70,74 +74,100 @@ def migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
     return [found[v] for v in sorted(found)]
 
 
-def migrate(dsn: str, *, report: Callable[[str], None] = lambda _: None) -> list[Migration]:
+def migrate(dsn: str, *, report: Callable[[str], None] = lambda _: None,
+            pooler: Pooler = Pooler.AUTO) -> list[Migration]:
     """Apply every pending migration and return the ones this call applied."""
-    conn = connect(dsn, autocommit=True, application_name="webhooks-migrate")
+    conn = connect(dsn, autocommit=True, application_name="webhooks-migrate", pooler=pooler)
     applied: list[Migration] = []
     try:
         with translated(), conn.cursor() as cursor:
-            _lock(cursor)
-            cursor.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                " version integer PRIMARY KEY,"
-                " name text NOT NULL,"
-                " applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            cursor.execute("SELECT version FROM schema_migrations")
-            done = {row[0] for row in cursor.fetchall()}
+            run = _Run(cursor, per_transaction=conn.pooled)
+            run.lock_session()
+            run.begin()
+            cursor.execute(QUERIES["create_migrations_table"])
+            cursor.execute("COMMIT")
             for migration in migrations():
-                if migration.version in done:
-                    continue
-                report(f"applying {migration.path.name}")
-                _apply(cursor, migration, report)
-                applied.append(migration)
-            cursor.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+                if run.apply(migration, report):
+                    applied.append(migration)
+            run.unlock_session()
     finally:
         conn.close()
     return applied
 
 
-def _lock(cursor) -> None:
-    """Take the migration lock, polling: a run blocked inside `pg_advisory_lock` would hold a
-    snapshot that the other run's `CREATE INDEX CONCURRENTLY` waits for (a deadlock)."""
-    while True:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,))
-        if cursor.fetchone()[0]:
+class _Run:
+    """One run's transactions on one autocommit cursor, under the migration lock: the
+    session's for the whole run, or each transaction's (`per_transaction`)."""
+
+    def __init__(self, cursor, *, per_transaction: bool) -> None:
+        self.cursor = cursor
+        self.per_transaction = per_transaction
+
+    def lock_session(self) -> None:
+        """Take the session's lock, polling: a run blocked inside `pg_advisory_lock` would
+        hold a snapshot that the other run's `CREATE INDEX CONCURRENTLY` waits for (a
+        deadlock)."""
+        while not self.per_transaction:
+            self.cursor.execute(QUERIES["try_migration_lock"])
+            if self.cursor.fetchone()[0]:
+                return
+            time.sleep(LOCK_POLL)
+
+    def unlock_session(self) -> None:
+        if not self.per_transaction:
+            self.cursor.execute(QUERIES["release_migration_lock"])
+
+    def begin(self) -> None:
+        """Begin a transaction that holds the migration lock."""
+        if not self.per_transaction:
+            self.cursor.execute("BEGIN")
             return
-        time.sleep(LOCK_POLL)
+        while True:
+            self.cursor.execute("BEGIN")
+            self.cursor.execute(QUERIES["try_migration_lock_for_transaction"])
+            if self.cursor.fetchone()[0]:
+                return
+            self.cursor.execute("ROLLBACK")  # no snapshot held while the other run goes on
+            time.sleep(LOCK_POLL)
 
-
-def _apply(cursor, migration: Migration, report: Callable[[str], None]) -> None:
-    """Run one migration in its own transaction, giving way to busy tables between tries."""
-    for attempt in range(1, LOCK_TRIES + 1):
-        cursor.execute("BEGIN")
-        try:
-            cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-            cursor.execute(migration.sql())
-            if migration.concurrent_statements():
+    def apply(self, migration: Migration, report: Callable[[str], None]) -> bool:
+        """Run one migration in its own transaction unless it is recorded already, giving way
+        to busy tables between tries; return True if this run applied it."""
+        cursor = self.cursor
+        for attempt in range(1, LOCK_TRIES + 1):
+            self.begin()
+            try:
+                cursor.execute(QUERIES["migration_applied"], {"version": migration.version})
+                if cursor.fetchone()[0]:
+                    cursor.execute("COMMIT")
+                    return False
+                if attempt == 1:
+                    report(f"applying {migration.path.name}")
+                cursor.execute(QUERIES["limit_lock_waits"], {"timeout": LOCK_TIMEOUT})
+                cursor.execute(migration.sql())
+                if migration.concurrent_statements():
+                    cursor.execute("COMMIT")
+                    for statement in migration.concurrent_statements():
+                        cursor.execute(statement)
+                    cursor.execute("BEGIN")
+                cursor.execute(QUERIES["record_migration"],
+                               {"version": migration.version, "name": migration.name})
                 cursor.execute("COMMIT")
-                for statement in migration.concurrent_statements():
-                    cursor.execute(statement)
-                cursor.execute("BEGIN")
-            cursor.execute(
-                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                (migration.version, migration.name),
-            )
-            cursor.execute("COMMIT")
-            return
-        except psycopg2.errors.LockNotAvailable as error:
-            cursor.execute("ROLLBACK")
-            if attempt == LOCK_TRIES:
-                raise DatabaseUnavailable(
-                    f"{migration.path.name}: a table it alters stayed locked through "
-                    f"{LOCK_TRIES} tries of {LOCK_TIMEOUT}; find the long transaction "
-                    "(pg_stat_activity) and run `webhooks migrate` again") from error
-            report(f"  {migration.path.name}: a table is busy ({error.diag.message_primary}); "
-                   f"trying again ({attempt}/{LOCK_TRIES})")
-            time.sleep(min(2.0, 0.25 * attempt))
-        except BaseException:
-            cursor.execute("ROLLBACK")
-            raise
+                return True
+            except psycopg2.errors.LockNotAvailable as error:
+                cursor.execute("ROLLBACK")
+                if attempt == LOCK_TRIES:
+                    raise DatabaseUnavailable(
+                        f"{migration.path.name}: a table it alters stayed locked through "
+                        f"{LOCK_TRIES} tries of {LOCK_TIMEOUT}; find the long transaction "
+                        "(pg_stat_activity) and run `webhooks migrate` again") from error
+                report(f"  {migration.path.name}: a table is busy "
+                       f"({error.diag.message_primary}); trying again ({attempt}/{LOCK_TRIES})")
+                time.sleep(min(2.0, 0.25 * attempt))
+            except BaseException:
+                cursor.execute("ROLLBACK")
+                raise
+        raise AssertionError("not reached")
 
 
 def pending(dsn: str) -> list[Migration]:
@@ -145,10 +175,10 @@ def pending(dsn: str) -> list[Migration]:
     conn = connect(dsn, autocommit=True, application_name="webhooks-migrate")
     try:
         with translated(), conn.cursor() as cursor:
-            cursor.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
+            cursor.execute(QUERIES["migrations_table_exists"])
             if not cursor.fetchone()[0]:
                 return migrations()
-            cursor.execute("SELECT version FROM schema_migrations")
+            cursor.execute(QUERIES["applied_migrations"])
             done = {row[0] for row in cursor.fetchall()}
     finally:
         conn.close()

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import gevent.socket
 
-from db.errors import DatabaseUnavailable, translated
-from db.pool import connect
+from db.errors import DatabaseError, DatabaseUnavailable, translated
+from db.pool import Pooler, connect
 from db.sql import QUERIES
 
 
@@ -28,16 +28,26 @@ class Heard:
         return self.due or bool(self.changed)
 
 
+class NoSession(DatabaseError):
+    """The URL reaches a transaction-mode pooler: a LISTEN there would hear nothing."""
+
+
 class Listener:
     """One autocommit connection subscribed to both channels.
 
     Its greenlet waits on the connection's socket, so the rest of the process keeps running.
     Raises DatabaseUnavailable when the connection is lost; open a new listener then
-    (notifications sent meanwhile are lost).
+    (notifications sent meanwhile are lost). Raises NoSession when `dsn` reaches PostgreSQL
+    through a transaction-mode pooler, which lends each transaction any server session: a
+    LISTEN subscribes one of them, whose notifications reach whichever client has it next.
     """
 
-    def __init__(self, dsn: str) -> None:
-        self._conn = connect(dsn, autocommit=True, application_name="webhooks-listen")
+    def __init__(self, dsn: str, pooler: Pooler = Pooler.AUTO) -> None:
+        self._conn = connect(dsn, autocommit=True, application_name="webhooks-listen",
+                             pooler=pooler)
+        if self._conn.pooled:
+            self._conn.close()
+            raise NoSession("a transaction-mode pooler stands between this URL and PostgreSQL")
         try:
             with translated(), self._conn.cursor() as cursor:
                 cursor.execute(QUERIES["listen_for_workers"])

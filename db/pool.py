@@ -3,13 +3,21 @@
 psycopg2's own pools raise when exhausted; here a greenlet blocks on a gevent semaphore
 until a connection is returned. Connections open lazily, up to `size`. A connection that
 failed at the network level is closed and replaced on next use.
+
+A connection may reach PostgreSQL through a transaction-mode pooler (PgBouncer as managed
+platforms run it), where each transaction may run on another server session: then nothing
+may outlive its transaction on the server, so statements are not prepared there. Each
+connection knows which it is (`pooled`): said by the setting, or found out as it opens.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import socket
 from collections.abc import Iterator
+from enum import StrEnum
 from typing import Any
 
 import gevent
@@ -29,11 +37,21 @@ KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
               "keepalives_count": 3}
 
 
+class Pooler(StrEnum):
+    """What stands between the service and PostgreSQL (WEBHOOKS_DATABASE_POOLER)."""
+
+    NONE = "none"  # nothing: a connection is one server session, as long as it lives
+    TRANSACTION = "transaction"  # a transaction-mode pooler: each transaction, any session
+    AUTO = "auto"  # found out as each connection opens (`through_pooler`)
+
+
 class _Connection(psycopg2.extensions.connection):
-    """A connection that remembers the named statements it has prepared (name -> EXECUTE)."""
+    """A connection that knows whether a pooler stands in between (`pooled`) and remembers
+    the named statements it has prepared (name -> EXECUTE)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.pooled = False
         self.prepared: dict[str, str] = {}
 
 
@@ -56,6 +74,10 @@ class _Cursor(psycopg2.extensions.cursor):
         in order of first appearance, each of them cast in the statement (`%(limit)s::integer`)
         so that its type is the one written, never one PostgreSQL guessed.
 
+        Through a transaction-mode pooler (`pooled`) the statement is sent as it is: a
+        prepared statement lives in one server session, and the next transaction may run on
+        another.
+
         `flush_later` (autocommit only): the statement's transaction commits without waiting
         for its WAL to reach the disk, so the row locks it took are released at once instead
         of after a disk sync that other workers' statements would queue behind. The caller
@@ -63,7 +85,7 @@ class _Cursor(psycopg2.extensions.cursor):
         durable as a synchronous commit, since nothing is done with an unflushed commit, and
         anything that read it commits after it and so flushes it first.
         """
-        execute = self.connection.prepared.get(name)
+        execute = QUERIES[name] if self.connection.pooled else self.connection.prepared.get(name)
         if execute is None:
             text, parameters = numbered(QUERIES[name])
             self.execute(f"PREPARE {name} AS {text}")
@@ -107,11 +129,14 @@ def numbered(statement: str) -> tuple[str, list[tuple[str, str]]]:
     return text, list(parameters.items())
 
 
-def connect(dsn: str, *, autocommit: bool = False, application_name: str = "webhooks") -> Any:
+def connect(dsn: str, *, autocommit: bool = False, application_name: str = "webhooks",
+            pooler: Pooler = Pooler.AUTO) -> Any:
     """Open one connection in UTC, raising DatabaseUnavailable when the server is unreachable.
 
     The timeout is our own: with gevent's wait callback the connection is opened
-    asynchronously, and libpq applies `connect_timeout` only to blocking connections.
+    asynchronously, and libpq applies `connect_timeout` only to blocking connections. The time
+    zone is set once the session has started (a pooler refuses the `options` startup
+    parameter), in the same round trip that finds out whether a pooler stands in between.
     """
     timeout = gevent.Timeout(DEFAULT_CONNECT_TIMEOUT, DatabaseUnavailable(
         f"no connection to the database within {DEFAULT_CONNECT_TIMEOUT} s"))
@@ -120,13 +145,35 @@ def connect(dsn: str, *, autocommit: bool = False, application_name: str = "webh
             dsn,
             connect_timeout=DEFAULT_CONNECT_TIMEOUT,
             application_name=application_name,
-            options="-c timezone=UTC",
             connection_factory=_Connection,
             cursor_factory=_Cursor,
             **KEEPALIVES,
         )
+        try:
+            conn.autocommit = True
+            with conn.cursor() as cursor:
+                cursor.execute(QUERIES["start_session"])
+                client_port = cursor.fetchone()[0]
+        except BaseException:
+            conn.close()
+            raise
+    conn.pooled = (pooler is Pooler.TRANSACTION
+                   or (pooler is Pooler.AUTO and through_pooler(conn.fileno(), client_port)))
     conn.autocommit = autocommit
     return conn
+
+
+def through_pooler(fileno: int, client_port: int | None) -> bool:
+    """Return True when the server sees another client than this socket: its `client_port`
+    (inet_client_port(), None over a Unix socket) is not the socket's own local port.
+
+    A pooler, or anything else that relays the connection, shows as one: treated as a
+    pooler, it costs the prepared statements and nothing else.
+    """
+    with socket.socket(fileno=os.dup(fileno)) as ours:
+        local = ours.getsockname()
+    own_port = local[1] if ours.family in (socket.AF_INET, socket.AF_INET6) else None
+    return own_port != client_port
 
 
 @contextlib.contextmanager
@@ -169,9 +216,11 @@ def check_reachable(dsn: str) -> None:
 class ConnectionPool:
     """Hand out at most `size` connections to greenlets, blocking when all are in use."""
 
-    def __init__(self, dsn: str, size: int = 10, *, application_name: str = "webhooks") -> None:
+    def __init__(self, dsn: str, size: int = 10, *, application_name: str = "webhooks",
+                 pooler: Pooler = Pooler.AUTO) -> None:
         self.dsn = dsn
         self.size = size
+        self.pooler = pooler
         self._application_name = application_name
         self._slots = gevent.lock.BoundedSemaphore(size)
         self._idle: gevent.queue.LifoQueue = gevent.queue.LifoQueue()
@@ -246,7 +295,7 @@ class ConnectionPool:
             conn = self._idle.get_nowait()
             if not conn.closed:
                 return conn
-        return connect(self.dsn, application_name=self._application_name)
+        return connect(self.dsn, application_name=self._application_name, pooler=self.pooler)
 
     def _give_back(self, conn: Any) -> None:
         if self._closed or conn.closed:

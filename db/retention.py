@@ -1,13 +1,17 @@
 """Delete terminal deliveries past their age, in short bounded transactions.
 
 Attempts go with their delivery (ON DELETE CASCADE); events go once no delivery refers to
-them; quarantined broker messages go at the age of failed deliveries. A session advisory
-lock keeps concurrent workers from running it twice at once.
+them; quarantined broker messages go at the age of failed deliveries. An advisory lock keeps
+concurrent workers from running it twice at once: a session's lock for the whole pass on a
+direct connection (the pool's own, or `session_pool`'s when the pool's go through a
+transaction-mode pooler); without one, each batch's transaction takes the lock for itself,
+and a pass that finds it taken stops there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from db import replays
@@ -34,69 +38,115 @@ def run(
     finished_age: float,
     batch: int = DEFAULT_BATCH,
     pause: Callable[[], None] = lambda: None,
+    session_pool: ConnectionPool | None = None,
 ) -> Deleted:
     """Delete everything past its age (an age of 0 keeps forever); return what went.
 
     `pause` runs between batches so the caller can yield or stop.
     """
-    with pool.connection() as conn:
-        if not _scalar(conn, "try_retention_lock"):
-            return Deleted(skipped=True)
+    deleted = Deleted()
+    with pool.connection() as conn, _session_lock(conn, session_pool) as locked:
+        if locked is False:
+            deleted.skipped = True
+            return deleted
+        batches = _Batches(conn, per_transaction=locked is None)
         try:
-            deleted = Deleted()
             if succeeded_age > 0:
-                deleted.succeeded = _drain(conn, "delete_expired_succeeded", succeeded_age,
-                                           batch, deleted, pause)
+                deleted.succeeded = batches.drain("delete_expired_succeeded", succeeded_age,
+                                                  batch, deleted, pause)
             if finished_age > 0:
-                deleted.finished = _drain(conn, "delete_expired_finished", finished_age,
-                                          batch, deleted, pause)
+                deleted.finished = batches.drain("delete_expired_finished", finished_age,
+                                                 batch, deleted, pause)
             ages = [age for age in (succeeded_age, finished_age) if age > 0]
             if ages:
-                deleted.events += _delete_in_batches(conn, "delete_old_undelivered_events",
-                                                     min(ages), batch, pause)
-            deleted.replay_requests = _rowcount(conn, "delete_expired_replay_requests",
-                                                {"age": replays.TTL})
+                deleted.events += batches.delete("delete_old_undelivered_events", min(ages),
+                                                 batch, pause)
+            deleted.replay_requests = batches.rowcount("delete_expired_replay_requests",
+                                                       {"age": replays.TTL})
             if finished_age > 0:  # quarantined messages are failures: they keep as long
-                deleted.rejected_events = _delete_in_batches(
-                    conn, "delete_expired_rejected_events", finished_age, batch, pause)
-            return deleted
+                deleted.rejected_events = batches.delete(
+                    "delete_expired_rejected_events", finished_age, batch, pause)
+        except _Taken:
+            deleted.skipped = True
+        return deleted
+
+
+@contextlib.contextmanager
+def _session_lock(conn, session_pool: ConnectionPool | None) -> Iterator[bool | None]:
+    """Hold the retention lock of a session for the block: yield True if taken, False if
+    another worker holds it, None when no direct session is at hand (then each transaction
+    takes it)."""
+    with contextlib.ExitStack() as stack:
+        if conn.pooled:
+            if session_pool is None:
+                yield None
+                return
+            conn = stack.enter_context(session_pool.connection())
+            if conn.pooled:  # the "direct" URL reaches a pooler too
+                yield None
+                return
+        if not _scalar(conn, "try_retention_lock"):
+            yield False
+            return
+        try:
+            yield True
         finally:
             if not conn.closed:
                 _scalar(conn, "release_retention_lock")
 
 
-def _delete_in_batches(conn, name: str, age: float, batch: int,
-                       pause: Callable[[], None]) -> int:
-    """Run the bounded delete `name` until a batch comes back short; return the rows gone."""
-    total = 0
-    while count := _rowcount(conn, name, {"age": age, "limit": batch}):
-        total += count
-        pause()
-        if count < batch:
-            break
-    return total
+class _Taken(Exception):
+    """Another worker's batch holds the retention lock."""
 
 
-def _drain(conn, name: str, age: float, batch: int, deleted: Deleted,
-           pause: Callable[[], None]) -> int:
-    """Delete batches of `name` until one comes back short; return the deliveries deleted."""
-    total = 0
-    while True:
-        with transaction_on(conn) as cursor:
-            cursor.execute(QUERIES[name], {"age": age, "limit": batch})
-            event_ids = [row[0] for row in cursor.fetchall()]
-            cursor.execute(QUERIES["delete_orphan_events"], {"ids": list(set(event_ids))})
-            deleted.events += cursor.rowcount
-        total += len(event_ids)
-        pause()
-        if len(event_ids) < batch:
-            return total
+class _Batches:
+    """The pass's transactions on one connection; each takes the retention lock for itself
+    when `per_transaction`, and raises _Taken when another worker's batch holds it."""
 
+    def __init__(self, conn, *, per_transaction: bool) -> None:
+        self.conn = conn
+        self.per_transaction = per_transaction
 
-def _rowcount(conn, name: str, params: dict) -> int:
-    with transaction_on(conn) as cursor:
-        cursor.execute(QUERIES[name], params)
-        return cursor.rowcount
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator:
+        with transaction_on(self.conn) as cursor:
+            if self.per_transaction:
+                cursor.execute(QUERIES["try_retention_lock_for_transaction"])
+                if not cursor.fetchone()[0]:
+                    raise _Taken
+            yield cursor
+
+    def delete(self, name: str, age: float, batch: int, pause: Callable[[], None]) -> int:
+        """Run the bounded delete `name` until a batch comes back short; return the rows
+        gone."""
+        total = 0
+        while count := self.rowcount(name, {"age": age, "limit": batch}):
+            total += count
+            pause()
+            if count < batch:
+                break
+        return total
+
+    def drain(self, name: str, age: float, batch: int, deleted: Deleted,
+              pause: Callable[[], None]) -> int:
+        """Delete batches of `name` until one comes back short; return the deliveries
+        deleted."""
+        total = 0
+        while True:
+            with self.transaction() as cursor:
+                cursor.execute(QUERIES[name], {"age": age, "limit": batch})
+                event_ids = [row[0] for row in cursor.fetchall()]
+                cursor.execute(QUERIES["delete_orphan_events"], {"ids": list(set(event_ids))})
+                deleted.events += cursor.rowcount
+            total += len(event_ids)
+            pause()
+            if len(event_ids) < batch:
+                return total
+
+    def rowcount(self, name: str, params: dict) -> int:
+        with self.transaction() as cursor:
+            cursor.execute(QUERIES[name], params)
+            return cursor.rowcount
 
 
 def _scalar(conn, name: str):

@@ -44,13 +44,17 @@ class Worker:
                  name: str | None = None) -> None:
         self.settings = settings
         self.name = name or worker_name()
-        dsn = settings.require_database_url()
-        self.pool = ConnectionPool(dsn, size=settings.db_pool_size,
-                                   application_name="webhooks-worker")
+        self.pool = settings.connection_pool(size=settings.db_pool_size,
+                                             application_name="webhooks-worker")
+        # A direct connection for the retention lock, when DATABASE_URL may be a pooler's
+        self.session_pool = (ConnectionPool(settings.database_direct_url, size=1,
+                                            application_name="webhooks-session")
+                             if settings.database_direct_url else None)
         self.telemetry = telemetry or Telemetry(otlp_endpoint=settings.otlp_endpoint)
         self.dispatcher = Dispatcher(self.pool, settings, owner=self.name,
                                      telemetry=self.telemetry)
-        self.listener = (DueListener(dsn, self.dispatcher.wake, self.dispatcher.withdraw)
+        self.listener = (DueListener(settings.session_database_url, self.dispatcher.wake,
+                                     self.dispatcher.withdraw, pooler=settings.session_pooler)
                          if settings.listen_notify else None)
         self.consumer = (Consumer(self.pool, settings, telemetry=self.telemetry, name=self.name)
                          if settings.kafka_bootstrap_servers else None)
@@ -85,7 +89,8 @@ class Worker:
         if self.settings.retention_period > 0:
             self._greenlets.append(gevent.spawn(
                 _every, self.settings.retention_period, "retention",
-                lambda: apply_retention(self.pool, self.settings, self.telemetry),
+                lambda: apply_retention(self.pool, self.settings, self.telemetry,
+                                        session_pool=self.session_pool),
             ))
         log.info("worker started", extra={"worker": self.name,
                                           "concurrency": self.settings.dispatch_concurrency})
@@ -116,6 +121,8 @@ class Worker:
         if self.status_server:
             self.status_server.stop()
         self.pool.close()
+        if self.session_pool:
+            self.session_pool.close()
         # What is left of the grace, but at least a moment: the last spans say how it ended.
         self.telemetry.shutdown(max(TELEMETRY_FLUSH_FLOOR, _left(deadline)))
         self._stopped.set()

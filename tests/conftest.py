@@ -18,6 +18,7 @@ from service.local.postgres import LocalPostgres
 from service.runtime.settings import Settings
 from tests.factories import Factories
 from tests.support.database import dsn_for, sql
+from tests.support.pgbouncer import LocalPgBouncer
 from tests.support.postgres import temporary_postgres
 
 pytest_plugins = ["tests.receivers", "tests.kafka"]
@@ -152,6 +153,25 @@ def database_url(server_dsn, template_copies) -> Iterator[str]:
     name = template_copies.take()
     yield dsn_for(server_dsn, name)
     template_copies.drop(name)
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(postgres_server, server_dsn) -> Iterator[LocalPgBouncer]:
+    """Debian's PgBouncer in transaction mode in front of the session's server; skipped
+    without it (failed under CI, which installs it)."""
+    missing = LocalPgBouncer.missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{missing}; CI must run them (.ci/run installs PgBouncer)")
+        pytest.skip(missing)
+    with LocalPgBouncer(server_dsn) as bouncer:
+        yield bouncer
+
+
+@pytest.fixture
+def pooled_database_url(pgbouncer, database_url) -> str:
+    """The test's database as reached through the transaction-mode pooler."""
+    return pgbouncer.dsn_for(database_url)
 
 
 @pytest.fixture

@@ -80,3 +80,7 @@ SELECT pg_try_advisory_lock(7245102)
 -- release_retention_lock --
 -- Release the retention lock of this session
 SELECT pg_advisory_unlock(7245102)
+
+-- try_retention_lock_for_transaction --
+-- Take the retention lock until the current transaction ends, if no other worker holds it
+SELECT pg_try_advisory_xact_lock(7245102)

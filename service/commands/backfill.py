@@ -8,7 +8,6 @@ import time
 from collections import Counter
 
 from db import backfill as former
-from db.pool import ConnectionPool
 from db.vocabulary import Status
 from service.commands.registry import EXIT_OK, command
 from service.ingest import backfill
@@ -26,8 +25,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
          "convert outstanding retries and recent history of the former attempts table "
          "into deliveries (resumable, idempotent)", _arguments)
 def run_backfill(args: argparse.Namespace, settings: Settings) -> int:
-    pool = ConnectionPool(settings.require_database_url(), size=2,
-                          application_name="webhooks-backfill")
+    pool = settings.connection_pool(size=2, application_name="webhooks-backfill")
     try:
         if not former.has_former_table(pool):
             print("nothing to backfill: this database has no former attempts table",

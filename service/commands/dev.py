@@ -89,8 +89,8 @@ def _consume_from(kafka: LocalKafka, settings: Settings) -> Settings:
 
 def _serve(settings: Settings, postgres: LocalPostgres) -> int:
     telemetry = Telemetry(otlp_endpoint=settings.otlp_endpoint, role="dev")
-    pool = ConnectionPool(settings.database_url, size=settings.db_pool_size,
-                          application_name="webhooks-dev")
+    pool = settings.connection_pool(size=settings.db_pool_size,
+                                    application_name="webhooks-dev")
     token = _fresh_operator_token(pool)
     server = WSGIServer(("127.0.0.1", settings.port),
                         create_app(settings, pool=pool, telemetry=telemetry), log=None)

@@ -11,6 +11,8 @@ from service.runtime.settings import Settings
 
 @command("migrate", "apply pending database migrations (idempotent, concurrency-safe)")
 def run_migrate(args: argparse.Namespace, settings: Settings) -> int:
-    applied = migrate(settings.require_database_url(), report=print)
+    settings.require_database_url()
+    applied = migrate(settings.session_database_url, report=print,
+                      pooler=settings.session_pooler)
     print(f"{len(applied)} migration(s) applied; schema is up to date")
     return EXIT_OK

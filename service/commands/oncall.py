@@ -68,8 +68,7 @@ class LocalApi:
 @contextmanager
 def local_api(settings: Settings, name: str) -> Iterator[LocalApi]:
     """Yield a LocalApi on the configured database; close its connections afterwards."""
-    pool = ConnectionPool(settings.require_database_url(), size=2,
-                          application_name=f"webhooks-{name}")
+    pool = settings.connection_pool(size=2, application_name=f"webhooks-{name}")
     try:
         yield LocalApi(settings, pool)
     finally:

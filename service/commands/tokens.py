@@ -10,7 +10,6 @@ from typing import TypeVar
 
 from db import tokens
 from db.errors import InvalidInput, NotFound
-from db.pool import ConnectionPool
 from graphql_schema import audit
 from graphql_schema.errors import code_for
 from service.commands.registry import EXIT_FAILED, EXIT_OK, EXIT_USAGE, command
@@ -41,8 +40,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 @command("tokens", "create, list or revoke API tokens", _arguments)
 def run_tokens(args: argparse.Namespace, settings: Settings) -> int:
-    pool = ConnectionPool(settings.require_database_url(), size=1,
-                          application_name="webhooks-tokens")
+    pool = settings.connection_pool(size=1, application_name="webhooks-tokens")
     try:
         if args.action == "create":
             expires_in = _duration(args.expires_in)

@@ -2,8 +2,9 @@
 changes, by LISTEN/NOTIFY (db.notifications).
 
 After a reconnect it wakes the dispatcher once, since notifications sent while disconnected
-are lost (the poll period covers the rest; a config change missed then is caught as late as
-the queued sends of that config go out, the bound the dispatcher keeps them within).
+are lost (the poll period covers the rest; the dispatcher finds config changes on its own
+within a second). When the URL reaches a transaction-mode pooler, where a LISTEN would hear
+nothing, it says so once and ends: the dispatcher then polls.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from collections.abc import Callable
 import gevent
 
 from db.errors import DatabaseError
-from db.notifications import Listener
+from db.notifications import Listener, NoSession
+from db.pool import Pooler
 from service.policy.backoff import pause_after
 
 log = logging.getLogger("webhooks.wakeup")
@@ -30,8 +32,10 @@ class DueListener:
     deleted, or given a new endpoint or secret."""
 
     def __init__(self, dsn: str, on_notify: Callable[[], None],
-                 on_config_changed: Callable[[frozenset[str]], None] | None = None) -> None:
+                 on_config_changed: Callable[[frozenset[str]], None] | None = None, *,
+                 pooler: Pooler = Pooler.AUTO) -> None:
         self.dsn = dsn
+        self.pooler = pooler
         self.on_notify = on_notify
         self.on_config_changed = on_config_changed
         self._running = True
@@ -41,7 +45,7 @@ class DueListener:
         while self._running:
             listener = None
             try:
-                listener = Listener(self.dsn)
+                listener = Listener(self.dsn, self.pooler)
                 failures = 0
                 self.on_notify()
                 while self._running:
@@ -50,6 +54,12 @@ class DueListener:
                         self.on_config_changed(heard.changed)
                     if heard.due:
                         self.on_notify()
+            except NoSession:
+                log.warning("no LISTEN: the database URL reaches a transaction-mode pooler; "
+                            "new deliveries are found by polling every WEBHOOKS_RETRY_PERIOD "
+                            "(set WEBHOOKS_DATABASE_DIRECT_URL to a direct URL to be woken "
+                            "at once)")
+                return
             except DatabaseError as error:
                 failures += 1
                 log.warning("LISTEN connection lost; reconnecting", extra={"error": str(error)})

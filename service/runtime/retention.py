@@ -17,13 +17,18 @@ log = logging.getLogger("webhooks.retention")
 RETENTION_REST = 1.5
 
 
-def apply_retention(pool: ConnectionPool, settings, telemetry: Telemetry) -> retention.Deleted:
-    """Run one retention pass with the ages of `settings`; log and count what went."""
+def apply_retention(pool: ConnectionPool, settings, telemetry: Telemetry, *,
+                    session_pool: ConnectionPool | None = None) -> retention.Deleted:
+    """Run one retention pass with the ages of `settings`; log and count what went.
+
+    `session_pool` reaches the database directly (WEBHOOKS_DATABASE_DIRECT_URL) for the
+    retention lock when `pool` goes through a transaction-mode pooler."""
     deleted = retention.run(
         pool,
         succeeded_age=settings.retention_succeeded,
         finished_age=settings.retention_failed,
         pause=DutyCycle(RETENTION_REST),
+        session_pool=session_pool,
     )
     if deleted.skipped:
         log.info("retention skipped: another worker is running it")

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
+from typing import TypeVar
 
 from db.errors import InvalidInput
 from db.pool import check_dsn
+
+E = TypeVar("E", bound=StrEnum)
 
 
 def parse_bool(text: str) -> bool:
@@ -38,6 +42,18 @@ def one_of(*choices: str) -> Callable[[str], str]:
         if value not in choices:
             raise ValueError(f"invalid value {text!r}: choose one of {', '.join(choices)}")
         return value
+
+    return parse
+
+
+def member_of(choices: type[E]) -> Callable[[str], E]:
+    """Return a parser of a member of the enum `choices` (by value, in any case)."""
+    def parse(text: str) -> E:
+        try:
+            return choices(text.strip().lower())
+        except ValueError:
+            raise ValueError(f"invalid value {text!r}: choose one of "
+                             f"{', '.join(member.value for member in choices)}") from None
 
     return parse
 

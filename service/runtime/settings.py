@@ -17,10 +17,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from db.pool import ConnectionPool, Pooler
 from service.policy.classify import DEFAULT_RETRYABLE_TEXT, parse_status_codes
 from service.policy.durations import format_duration, parse_duration, parse_size
 from service.runtime.setting_parsers import (
     int_between,
+    member_of,
     one_of,
     parse_bool,
     parse_cap,
@@ -54,6 +56,17 @@ class Settings:
     """Every tunable of the service; build with `Settings.load()`."""
 
     database_url: str | None = _setting("DATABASE_URL", None, parse_dsn, "PostgreSQL DSN")
+    database_direct_url: str | None = _setting(
+        "WEBHOOKS_DATABASE_DIRECT_URL", None, parse_dsn,
+        "a direct URL to the same database, for what needs a session of its own (LISTEN, "
+        "migrations, the migration and retention locks) when DATABASE_URL is a "
+        "transaction-mode pooler",
+    )
+    database_pooler: Pooler = _setting(
+        "WEBHOOKS_DATABASE_POOLER", "auto", member_of(Pooler),
+        "what DATABASE_URL reaches: none (PostgreSQL itself), transaction (a transaction-mode "
+        "pooler such as PgBouncer) or auto (found out for each connection)",
+    )
     port: int = _setting("PORT", "8000", int_between(1, 65535), "web listen port")
     retry_period: float = _setting(
         "WEBHOOKS_RETRY_PERIOD", "3s", parse_duration,
@@ -286,6 +299,23 @@ class Settings:
         settings = dataclasses.replace(self, **changes)
         settings.validate()
         return settings
+
+    @property
+    def session_database_url(self) -> str | None:
+        """Return the URL for what needs a server session of its own: the direct URL if set,
+        else DATABASE_URL (whose connections then say whether a pooler stands between)."""
+        return self.database_direct_url or self.database_url
+
+    @property
+    def session_pooler(self) -> Pooler:
+        """Return what stands before `session_database_url`: a direct URL is found out like
+        any other; DATABASE_URL is what WEBHOOKS_DATABASE_POOLER says."""
+        return Pooler.AUTO if self.database_direct_url else self.database_pooler
+
+    def connection_pool(self, *, size: int, application_name: str) -> ConnectionPool:
+        """Return a pool of `size` connections to DATABASE_URL, through what is in between."""
+        return ConnectionPool(self.require_database_url(), size=size,
+                              application_name=application_name, pooler=self.database_pooler)
 
     def require_database_url(self) -> str:
         """Return DATABASE_URL or raise SettingsError naming it."""

@@ -27,8 +27,8 @@ def create_app(
 ) -> Flask:
     """Build the app for `settings` (read from the environment when not given)."""
     settings = settings or Settings.load()
-    pool = pool or ConnectionPool(settings.require_database_url(), size=settings.db_pool_size,
-                                  application_name="webhooks-web")
+    pool = pool or settings.connection_pool(size=settings.db_pool_size,
+                                                     application_name="webhooks-web")
     telemetry = telemetry or Telemetry(otlp_endpoint=settings.otlp_endpoint, role="web")
     app = Flask("webhooks")
     app.config.update(WEBHOOKS_SETTINGS=settings, WEBHOOKS_POOL=pool,
