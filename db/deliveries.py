@@ -54,6 +54,7 @@ class Claimed:
     max_in_flight: int | None = None  # the config's own cap, if it has one (all workers)
     source: str = "api"  # where the event came from: api, kafka or backfill
     message_key: bytes | None = field(default=None, repr=False)  # a Kafka message's key
+    config_version: int = 0  # the config's version when it was claimed (config_versions)
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,12 @@ def claim_due(pool: ConnectionPool, *, owner: str, limit: int,
             continue
         return [as_type(Claimed, row, token=token) for row in rows]
     return []
+
+
+def config_versions(pool: ConnectionPool, config_ids: Collection[str]) -> dict[str, int]:
+    """Return the version of each of `config_ids` now: counted up by every change after which
+    nothing claimed of the config before may be sent."""
+    return dict(pool.execute("config_versions", {"ids": list(config_ids)}))
 
 
 def record(pool: ConnectionPool, results: Sequence[AttemptResult]) -> list[Moved]:

@@ -26,7 +26,7 @@
 WITH health AS MATERIALIZED (
     -- Configs that may send now and have something due, the longest-unserved first, with
     -- how many deliveries each may take.
-    SELECT h.config_id, h.circuit, h.rate_per_second, h.max_in_flight,
+    SELECT h.config_id, h.circuit, h.rate_per_second, h.max_in_flight, h.version,
            config_held_seconds(h) AS held_now,
            greatest(0, least(
                %(limit)s::integer,
@@ -102,7 +102,7 @@ claimed AS (
     WHERE d.id = picked.id AND h.config_id = picked.config_id
     RETURNING d.id, d.event_id, d.config_id, d.attempt_count, d.replay_generation,
               d.generation_started_at, d.last_backoff_seconds, d.webhook_id,
-              h.circuit = 'open' AS probe, h.max_in_flight
+              h.circuit = 'open' AS probe, h.max_in_flight, h.version AS config_version
 ),
 locked AS MATERIALIZED (
     SELECT h.config_id
@@ -151,7 +151,8 @@ SELECT d.id, d.event_id, e.type AS event_type, e.payload::text AS payload, e.occ
              ORDER BY previous.position) AS previous_secrets,
        d.attempt_count, d.replay_generation, d.generation_started_at,
        d.last_backoff_seconds AS last_backoff, now() AS claimed_at, d.webhook_id,
-       e.trace_parent, e.trace_state, d.probe, d.max_in_flight, e.source, e.message_key
+       e.trace_parent, e.trace_state, d.probe, d.max_in_flight, e.source, e.message_key,
+       d.config_version
 FROM claimed d
 JOIN events e ON e.id = d.event_id
 JOIN configs c ON c.id = d.config_id
@@ -331,3 +332,7 @@ FROM (
       AND h.config_id <> ALL (%(saturated)s::text[])
       AND d.due IS NOT NULL
 ) earliest
+
+-- config_versions --
+-- Return the version of each given config now (a worker compares them with those its claims were made at)
+SELECT config_id, version FROM config_health WHERE config_id = ANY(%(ids)s::text[])

@@ -34,10 +34,11 @@ from db.pool import ConnectionPool
 from db.vocabulary import Status
 from service.dispatch import circuit, outgoing
 from service.dispatch.recorder import ClaimKey, Finished, Recorder, claim_key
-from service.dispatch.send_queue import HOLD, SendQueue
+from service.dispatch.send_queue import SendQueue
 from service.dispatch.sender import Sender
 from service.dispatch.verdict import interrupted, interruption, judge
 from service.policy.backoff import RetryPolicy, pause_after
+from service.policy.claim_age import HOLD, may_send
 from service.runtime.telemetry import Telemetry
 
 log = logging.getLogger("webhooks.dispatcher")
@@ -45,6 +46,10 @@ log = logging.getLogger("webhooks.dispatcher")
 FLUSH_RESERVE = 3.0  # seconds of the shutdown grace kept to record results and hand back claims
 ROOM_WAIT = 0.05  # seconds to wait for room after a claim before asking what is due next
 CHANGE_MEMORY = 60.0  # seconds a config change is remembered for claims that began before it
+# Seconds between two looks at the versions of the configs whose claims wait to be sent: a
+# config changed (paused, opened, deactivated, deleted, a new endpoint or secret) sends none of
+# what it had waiting after this, with or without the NOTIFY that says so at once.
+CHANGE_POLL = 0.5
 
 
 class Dispatcher:
@@ -83,8 +88,9 @@ class Dispatcher:
         self._changed: dict[str, float] = {}
 
     def start(self) -> None:
-        """Start the claimer and the recorder."""
-        self._greenlets = [gevent.spawn(self._claim_loop), gevent.spawn(self.recorder.run)]
+        """Start the claimer, the recorder and the watch on changed configs."""
+        self._greenlets = [gevent.spawn(self._claim_loop), gevent.spawn(self.recorder.run),
+                           gevent.spawn(self._watch_changes)]
 
     def wake(self) -> None:
         """Claim now: new deliveries may be due (called on NOTIFY)."""
@@ -118,10 +124,12 @@ class Dispatcher:
         """
         deadline = time.monotonic() + timeout
         self.stop_claiming()
-        claimer, recorder = self._greenlets or (None, None)
+        claimer, recorder, watch = self._greenlets or (None, None, None)
         if claimer:
             claimer.join(timeout=1)
             claimer.kill()
+        if watch:
+            watch.kill()
         self._sends.join(timeout=max(0.0, deadline - time.monotonic() - FLUSH_RESERVE))
         self._sends.kill(block=True, timeout=1)
         if recorder:
@@ -223,9 +231,41 @@ class Dispatcher:
 
     def _fill(self) -> None:
         """Start waiting deliveries while send slots are free (and work is still taken),
-        in turn across configs, none beyond its config's share of the slots."""
+        in turn across configs, none beyond its config's share of the slots; hand back those
+        that waited so long that their claim could go stale before their result is recorded."""
+        overdue = []
         while self._claiming and (item := self._queue.take()) is not None:
-            self._sends.spawn(self._attempt, item)
+            age = time.monotonic() - self._started_at[claim_key(item)]
+            if may_send(age, http_timeout=self.settings.http_timeout,
+                        claim_timeout=self.settings.claim_timeout):
+                self._sends.spawn(self._attempt, item)
+            else:
+                self._queue.done(item.config_id)
+                overdue.append(item)
+        if overdue:
+            log.warning("claims waited too long to be sent before they could go stale; "
+                        "handed back", extra={"deliveries": len(overdue)})
+            self.recorder.release(overdue, reason="claim waited too long to be sent")
+
+    # -- config changes ---------------------------------------------------------------------
+
+    def _watch_changes(self) -> None:
+        """Every CHANGE_POLL, hand back what waits of a config whose version grew since its
+        claim; a failed look is tried again at the next one."""
+        while self._claiming:
+            gevent.sleep(CHANGE_POLL)
+            waiting = self._queue.waiting_configs()
+            if not waiting:
+                continue
+            try:
+                versions = deliveries.config_versions(self.pool, waiting)
+            except DatabaseError as error:
+                log.warning("looking for changed configs failed; trying again",
+                            extra={"error": str(error)})
+                continue
+            outdated = self._queue.withdraw_outdated(versions)
+            if outdated:
+                self.recorder.release(outdated, reason="config paused, opened or changed")
 
     # -- sending ----------------------------------------------------------------------------
 

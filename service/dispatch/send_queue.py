@@ -14,8 +14,10 @@ come half a share at a time rather than one send at a time.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from typing import Generic, Protocol, TypeVar
+
+from service.policy.claim_age import HOLD
 
 
 class Sendable(Protocol):
@@ -25,10 +27,11 @@ class Sendable(Protocol):
     @property
     def max_in_flight(self) -> int | None: ...  # the config's own share, if it has one
 
+    @property
+    def config_version(self) -> int: ...  # the config's version when it was claimed
+
 
 T = TypeVar("T", bound=Sendable)
-
-HOLD = 3  # shares of a config a worker holds at most: one sending, two ready behind it
 
 
 class SendQueue(Generic[T]):
@@ -94,6 +97,26 @@ class SendQueue(Generic[T]):
         for config_id in config_ids:
             withdrawn.extend(self._waiting.pop(config_id, ()))
         return withdrawn
+
+    def withdraw_outdated(self, versions: Mapping[str, int]) -> list[T]:
+        """Remove and return the waiting items claimed before their config's version grew
+        to the one in `versions` (the config changed since)."""
+        withdrawn: list[T] = []
+        for config_id, version in versions.items():
+            items = self._waiting.get(config_id)
+            if not items:
+                continue
+            kept = deque(item for item in items if item.config_version >= version)
+            withdrawn.extend(item for item in items if item.config_version < version)
+            if kept:
+                self._waiting[config_id] = kept
+            else:
+                del self._waiting[config_id]
+        return withdrawn
+
+    def waiting_configs(self) -> set[str]:
+        """Return the configs with items waiting."""
+        return set(self._waiting)
 
     def clear(self) -> None:
         """Forget the waiting items (they stay claimed; the caller hands them back)."""

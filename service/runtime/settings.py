@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from db.pool import ConnectionPool, Pooler
+from service.policy.claim_age import HOLD, RECORD_MARGIN, shortest_claim_timeout
 from service.policy.classify import DEFAULT_RETRYABLE_TEXT, parse_status_codes
 from service.policy.durations import format_duration, parse_duration, parse_size
 from service.runtime.setting_parsers import (
@@ -270,10 +271,13 @@ class Settings:
             if getattr(self, name) <= 0:
                 env = type(self).__dataclass_fields__[name].metadata["env"]
                 raise SettingsError(f"{env}: must be greater than 0")
-        if self.claim_timeout <= self.http_timeout:
+        if self.claim_timeout <= shortest_claim_timeout(self.http_timeout):
             raise SettingsError(
-                "WEBHOOKS_CLAIM_TIMEOUT: must be longer than WEBHOOKS_HTTP_TIMEOUT, or live "
-                "attempts would be recovered as stale"
+                "WEBHOOKS_CLAIM_TIMEOUT: must be longer than "
+                f"{format_duration(shortest_claim_timeout(self.http_timeout))} ({HOLD} times "
+                f"WEBHOOKS_HTTP_TIMEOUT and {format_duration(RECORD_MARGIN)}): a claim may wait "
+                f"behind {HOLD - 1} rounds of its config's sends, then send and be recorded, "
+                "before it may be recovered as stale"
             )
         if self.circuit_max_probe_interval < self.circuit_probe_interval:
             raise SettingsError("WEBHOOKS_CIRCUIT_MAX_PROBE_INTERVAL: must not be shorter than "

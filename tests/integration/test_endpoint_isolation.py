@@ -273,7 +273,7 @@ def test_the_in_flight_gauge_counts_each_config_s_attempts_across_workers(
         make, receiver_factory, start_worker):
     hung = receiver_factory(lambda request: Reply(action="hang"))
     config = make.config(hung.url, event_types=["hangs"], max_in_flight=3)
-    hanging = {"http_timeout": 3600.0, "claim_timeout": 7200.0, "shutdown_timeout": 1.0}
+    hanging = {"http_timeout": 3600.0, "claim_timeout": 4 * 3600.0, "shutdown_timeout": 1.0}
     first, second = start_worker(**hanging), start_worker(**hanging)
     for _ in range(5):
         make.event(type="hangs")
@@ -307,7 +307,7 @@ def test_a_hung_endpoint_holds_its_share_of_a_worker_and_no_more(make, receiver_
     for _ in range(20):
         make.event(type="hangs")
     worker = start_worker(dispatch_concurrency=4, endpoint_concurrency=2, http_timeout=3600.0,
-                          claim_timeout=7200.0, shutdown_timeout=1.0)
+                          claim_timeout=4 * 3600.0, shutdown_timeout=1.0)
     hung.wait_for(2)
     for _ in range(10):
         make.event(type="flows")

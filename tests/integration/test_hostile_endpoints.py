@@ -81,7 +81,7 @@ def test_worker_keeps_delivering_while_endpoints_misbehave(make, receiver_factor
     for _ in range(5):
         make.event(type="bad")
     # The hung attempts outlast any wait of the test: the good ones must pass beside them.
-    start_worker(dispatch_concurrency=10, http_timeout=3600.0, claim_timeout=7200.0,
+    start_worker(dispatch_concurrency=10, http_timeout=3600.0, claim_timeout=4 * 3600.0,
                  shutdown_timeout=1.0)  # the hung attempts are cut short at the end
     bad.wait_for(5)
     for _ in range(20):

@@ -48,7 +48,7 @@ def test_a_database_outage_commits_nothing_and_loses_nothing(own_postgres, topic
     # stale-claim recovery returns it, so the test shortens the claim timeout to see it do so.
     settings = Settings.load({}, {"database_url": own_postgres.dsn, "metrics_port": "0",
                                   "allow_private_endpoints": "true", "retry_period": "1s",
-                                  "http_timeout": "5s", "claim_timeout": "10s",
+                                  "http_timeout": "2s", "claim_timeout": "10s",
                                   "recovery_period": "1s"}).replace(**kafka)
     worker = Worker(settings, telemetry=Telemetry())
     worker.start()

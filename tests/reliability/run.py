@@ -62,8 +62,9 @@ class Options:
     workers: int = 2
     concurrency: int = 50  # WEBHOOKS_DISPATCH_CONCURRENCY
     max_attempts: int = 5  # WEBHOOKS_MAX_ATTEMPTS: low enough that some deliveries fail
-    claim_timeout: float = 3.0  # WEBHOOKS_CLAIM_TIMEOUT, seconds: a killed worker's claims
-    #                             come back within seconds; longer than http_timeout
+    claim_timeout: float = 6.0  # WEBHOOKS_CLAIM_TIMEOUT, seconds: a killed worker's claims
+    #                             come back within seconds; longer than three http_timeout
+    #                             and 2 s (service/policy/claim_age.py)
     http_timeout: float = 1.0  # WEBHOOKS_HTTP_TIMEOUT, seconds; the flaky receiver's hangs
     #                            and slow bodies (30 s and more) always outlast it
     hostile_timeout: float = 2.0  # WEBHOOKS_HTTP_TIMEOUT of the hostile scenario, seconds;
