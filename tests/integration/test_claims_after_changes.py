@@ -5,12 +5,15 @@ so long it could go stale before its result is recorded goes back unsent too."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import gevent
 import gevent.event
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from db import configs, health
+from service.worker import Worker
 from tests.helpers import PATIENCE, wait_until
 from tests.receivers import Reply
 
@@ -86,3 +89,26 @@ def test_what_waits_to_be_sent_goes_back_unsent_once_its_config_changed(
         Webhook(new_secret).verify(request.body, request.headers)
         with pytest.raises(WebhookVerificationError):
             Webhook(old_secret).verify(request.body, request.headers)
+
+
+def test_claims_that_waited_too_long_to_be_sent_go_back_and_nothing_is_sent_twice(
+        make, settings, receiver_factory):
+    """Settings the validation refuses (a claim timeout shorter than three HTTP timeouts),
+    to reach what it guards against: claims waiting behind slow sends long enough to be
+    recovered by another worker while they are sent. They go back unsent instead."""
+    receiver = receiver_factory(lambda request: Reply(200, delay=3.5))
+    make.config(endpoint=receiver.url)
+    ids = [make.event()[1][0] for _ in range(150)]
+    loose = dataclasses.replace(settings, http_timeout=4.0, claim_timeout=6.5,
+                                recovery_period=0.5, listen_notify=False)
+    workers = [Worker(loose) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    try:
+        wait_until(lambda: make.count("SELECT count(*) FROM deliveries WHERE status = "
+                                      "'succeeded'") == len(ids), timeout=10 * PATIENCE)
+    finally:
+        for worker in workers:
+            worker.stop()
+    webhook_ids = [request.headers["webhook-id"] for request in receiver.requests]
+    assert len(webhook_ids) == len(set(webhook_ids)) == len(ids)
