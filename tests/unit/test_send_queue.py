@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.dispatch.send_queue import HOLD, SendQueue
+from service.dispatch.send_queue import SendQueue
+from service.policy.claim_age import HOLD
 
 
 @dataclass(frozen=True)
@@ -16,6 +17,7 @@ class Item:
     config_id: str
     n: int = 0
     max_in_flight: int | None = None
+    config_version: int = 0
 
 
 def test_configs_take_turns_oldest_first_within_a_config():
@@ -136,3 +138,19 @@ def test_a_config_with_its_own_cap_gets_that_share_up_to_the_capacity():
     assert taken == ["own", "big", "default", "own"]  # the capacity ends the turns
     assert queue.share("own") == 3 and queue.share("big") == 4 and queue.share("x") == 1
     assert queue.rooms() == {"own": HOLD * 3 - 6, "big": HOLD * 4 - 6, "default": HOLD - 1}
+
+
+def test_what_was_claimed_before_its_config_changed_is_withdrawn_the_rest_stays():
+    queue = SendQueue(capacity=10, per_config=1)
+    for n in range(3):
+        queue.add(Item("a", n, config_version=4))
+    queue.add(Item("a", 3, config_version=5))  # claimed after the change
+    queue.add(Item("b", 0, config_version=1))
+    assert queue.take() == Item("a", 0, config_version=4)  # sending: not withdrawn
+    withdrawn = queue.withdraw_outdated({"a": 5, "b": 1, "gone": 9})
+    assert withdrawn == [Item("a", 1, config_version=4), Item("a", 2, config_version=4)]
+    assert queue.waiting_configs() == {"a", "b"}
+    assert queue.withdraw_outdated({"b": 2}) == [Item("b", 0, config_version=1)]
+    assert queue.waiting_configs() == {"a"}
+    queue.done("a")
+    assert list(queue.drain()) == [Item("a", 3, config_version=5)]

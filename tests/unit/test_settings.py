@@ -3,6 +3,7 @@ import dataclasses
 
 import pytest
 
+from db.pool import Pooler
 from service.runtime.command_settings import add_arguments, flags_from
 from service.runtime.settings import Settings, SettingsError, flag_name
 
@@ -82,6 +83,31 @@ def test_dev_allows_private_endpoints_unless_told_otherwise():
 def test_bad_values_name_the_setting(env, message):
     with pytest.raises(SettingsError, match=message):
         Settings.load(env)
+
+
+def test_a_claim_timeout_must_outlast_a_claim_waiting_behind_its_configs_sends():
+    """Two rounds of the config's sends ahead, its own, and the record: 3 x 6s + 2s."""
+    with pytest.raises(SettingsError, match=r"WEBHOOKS_CLAIM_TIMEOUT: must be longer than 20s"):
+        Settings.load({"WEBHOOKS_HTTP_TIMEOUT": "6s", "WEBHOOKS_CLAIM_TIMEOUT": "8s"})
+    assert Settings.load({"WEBHOOKS_HTTP_TIMEOUT": "6s",
+                          "WEBHOOKS_CLAIM_TIMEOUT": "21s"}).claim_timeout == 21
+
+
+def test_the_pooler_setting_reads_its_three_words():
+    assert Settings.load({}).database_pooler is Pooler.AUTO
+    assert Settings.load({"WEBHOOKS_DATABASE_POOLER": "Transaction"}).database_pooler is (
+        Pooler.TRANSACTION)
+    with pytest.raises(SettingsError, match="WEBHOOKS_DATABASE_POOLER: invalid value 'session'"):
+        Settings.load({"WEBHOOKS_DATABASE_POOLER": "session"})
+
+
+def test_what_needs_a_session_uses_the_direct_url_when_there_is_one():
+    pooled = "postgresql://u@pooler:6432/db"
+    direct = "postgresql://u@db:5432/db"
+    alone = Settings.load({"DATABASE_URL": pooled, "WEBHOOKS_DATABASE_POOLER": "transaction"})
+    assert (alone.session_database_url, alone.session_pooler) == (pooled, Pooler.TRANSACTION)
+    both = alone.replace(database_direct_url=direct)
+    assert (both.session_database_url, both.session_pooler) == (direct, Pooler.AUTO)
 
 
 def test_bad_flag_names_the_flag():
