@@ -18,6 +18,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from psycopg2.extensions import parse_dsn
+
 from tests.helpers import PATIENCE
 from tests.reliability.evidence import Kill
 from tests.support.database import sql
@@ -94,7 +96,7 @@ class Workers:
     def kill_and_restart(self, index: int) -> Kill:
         """SIGKILL worker `index`, note the claims it held, and start a new one in its place."""
         victim = self.processes[index]
-        ports = _tcp_ports(victim.pid)
+        ports = _ports_to(victim.pid, int(parse_dsn(self.dsn).get("port", 5432)))
         victim.send_signal(signal.SIGKILL)
         victim.wait(STOP_TIMEOUT)
         dead_at = time.time()
@@ -192,8 +194,13 @@ class Workers:
         return [row[0] for row in rows]
 
 
-def _tcp_ports(pid: int) -> set[int]:
-    """Return the local ports of the TCP sockets process `pid` holds (Linux's /proc)."""
+def _ports_to(pid: int, remote_port: int) -> set[int]:
+    """Return the local ports of the TCP connections process `pid` holds to `remote_port`
+    (Linux's /proc).
+
+    Only those: a connection to another address (the receiver) may share its local port with
+    another process's connection to PostgreSQL, which the kernel allows for different peers.
+    """
     inodes = set()
     with contextlib.suppress(OSError):
         for fd in Path(f"/proc/{pid}/fd").iterdir():
@@ -206,6 +213,6 @@ def _tcp_ports(pid: int) -> set[int]:
         with contextlib.suppress(OSError):
             for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
                 fields = line.split()
-                if fields[9] in inodes:
+                if fields[9] in inodes and int(fields[2].rsplit(":", 1)[1], 16) == remote_port:
                     ports.add(int(fields[1].rsplit(":", 1)[1], 16))
     return ports
