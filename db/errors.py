@@ -17,6 +17,21 @@ class DatabaseUnavailable(DatabaseError):
     """The database cannot be reached or dropped the connection; retrying later may work."""
 
 
+class DatabaseReadOnly(DatabaseUnavailable):
+    """The server accepts no writes now (SQLSTATE 25006), as a primary being failed over;
+    the connection is closed: the next one may reach the new primary."""
+
+
+class StatementCancelled(DatabaseUnavailable):
+    """The server cancelled a statement (SQLSTATE 57014: `statement_timeout`, or an
+    operator); the message names the statement. Retried a few times at most: the same
+    statement may well run as long again."""
+
+
+class TooManyConnections(DatabaseUnavailable):
+    """The server refused a new connection: its connection limit is reached (SQLSTATE 53300)."""
+
+
 class InvalidData(DatabaseError):
     """The database refused a value as malformed (SQLSTATE class 22); retrying cannot help."""
 
@@ -49,7 +64,16 @@ def translated() -> Iterator[None]:
         yield
     except psycopg2.errors.SerializationFailure as error:
         raise Raced(_message(error)) from error
+    except psycopg2.errors.ReadOnlySqlTransaction as error:
+        raise DatabaseReadOnly(_message(error)) from error
+    except psycopg2.errors.QueryCanceled as error:
+        raise StatementCancelled(_message(error)) from error
     except (psycopg2.OperationalError, psycopg2.InterfaceError) as error:
+        if error.pgcode == TOO_MANY_CONNECTIONS or _is_too_many(_message(error)):
+            raise TooManyConnections(
+                f"{_message(error)}: the database's connection limit is reached; lower "
+                "WEBHOOKS_DB_POOL_SIZE, run fewer processes, or raise the limit (the "
+                "connections of every process add up)") from error
         raise DatabaseUnavailable(_message(error)) from error
     except psycopg2.errors.UniqueViolation as error:
         raise UniqueViolation(_message(error)) from error
@@ -57,6 +81,17 @@ def translated() -> Iterator[None]:
         raise InvalidData(_message(error)) from error
     except psycopg2.Error as error:
         raise DatabaseError(_message(error)) from error
+
+
+TOO_MANY_CONNECTIONS = "53300"
+# What the server says when it refuses a connection for its limit, before any SQLSTATE reaches
+# the client: "sorry, too many clients already", "too many connections for role/database",
+# "remaining connection slots are reserved ..."
+_TOO_MANY = ("too many clients", "too many connections", "remaining connection slots")
+
+
+def _is_too_many(message: str) -> bool:
+    return any(words in message for words in _TOO_MANY)
 
 
 def _message(error: Exception) -> str:

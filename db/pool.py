@@ -26,9 +26,17 @@ import gevent.queue
 import psycopg2
 import psycopg2.extensions
 
-from db.errors import DatabaseError, DatabaseUnavailable, InvalidData, InvalidInput, translated
+from db.errors import (
+    DatabaseError,
+    DatabaseReadOnly,
+    DatabaseUnavailable,
+    InvalidData,
+    InvalidInput,
+    StatementCancelled,
+    translated,
+)
 from db.rows import as_dicts
-from db.sql import QUERIES
+from db.sql import NAMES, QUERIES
 
 DEFAULT_CONNECT_TIMEOUT = 5  # seconds to open one connection
 # TCP keepalives: a connection whose server vanished without a word (a network partition, a
@@ -56,13 +64,18 @@ class _Connection(psycopg2.extensions.connection):
 
 
 class _Cursor(psycopg2.extensions.cursor):
-    """A cursor that reports unsendable parameters (NUL, lone surrogates) as InvalidData."""
+    """A cursor that reports unsendable parameters (NUL, lone surrogates) as InvalidData, and
+    names the statement the server cancelled."""
 
     def execute(self, query: Any, vars: Any = None) -> None:
         try:
             super().execute(query, vars)
         except ValueError as error:
             raise InvalidData(f"cannot send a parameter: {error}") from error
+        except psycopg2.errors.QueryCanceled as error:
+            name = (NAMES.get(query.removeprefix(FLUSH_LATER) if isinstance(query, str) else query)
+                    or _prepared_name(query) or "a statement")
+            raise StatementCancelled(f"{name}: {str(error).strip().splitlines()[0]}") from error
 
     def execute_prepared(self, name: str, params: dict[str, Any], *,
                          flush_later: bool = False) -> None:
@@ -94,8 +107,7 @@ class _Cursor(psycopg2.extensions.cursor):
         if flush_later:
             if not self.connection.autocommit:
                 raise ValueError("flush_later needs an autocommit connection")
-            # One query, one implicit transaction: the setting ends with it.
-            execute = "SET LOCAL synchronous_commit TO off; " + execute
+            execute = FLUSH_LATER + execute
         self.execute(execute, params)
 
     def wait_for_flush(self) -> None:
@@ -107,6 +119,17 @@ class _Cursor(psycopg2.extensions.cursor):
         """
         with self.connection.cursor() as flush:
             flush.execute("SELECT setval('commit_flush', 1)")
+
+
+# One query, one implicit transaction: the setting ends with it.
+FLUSH_LATER = "SET LOCAL synchronous_commit TO off; "
+_EXECUTE = re.compile(r"EXECUTE (\w+) \(")
+
+
+def _prepared_name(query: Any) -> str | None:
+    """Return the name of the prepared statement `query` runs, if it runs one."""
+    match = _EXECUTE.search(query) if isinstance(query, str) else None
+    return match.group(1) if match else None
 
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s(?:::(\w+(?:\[\])?))?")
@@ -235,6 +258,9 @@ class ConnectionPool:
             conn = self._take()
             try:
                 yield conn
+            except DatabaseReadOnly:
+                conn.close()  # it may be a session of the old primary: the next one is new
+                raise
             except BaseException:
                 self._discard_or_reset(conn)
                 raise

@@ -61,3 +61,4 @@ def expand(statements: dict[str, str]) -> dict[str, str]:
 
 
 QUERIES = load()
+NAMES = {statement: name for name, statement in QUERIES.items()}  # to say what failed

@@ -15,6 +15,7 @@ import gevent
 import gevent.event
 
 from db import health, inspection
+from db.errors import DatabaseUnavailable
 from db.pool import ConnectionPool
 from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.recovery import recover_stale_claims
@@ -150,6 +151,9 @@ def _every(period: float, name: str, task: Callable[[], object]) -> None:
     while True:
         try:
             task()
+        except DatabaseUnavailable as error:  # an outage, a cancelled statement: no traceback
+            log.warning("periodic task failed; trying again next period",
+                        extra={"task": name, "error": str(error)})
         except Exception:
             log.exception("periodic task failed", extra={"task": name})
         gevent.sleep(period)

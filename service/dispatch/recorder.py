@@ -21,7 +21,7 @@ import gevent.queue
 
 from db import configs, deliveries
 from db.deliveries import AttemptResult, Claimed, Moved
-from db.errors import DatabaseError, DatabaseUnavailable, InvalidData
+from db.errors import DatabaseError, DatabaseUnavailable, InvalidData, StatementCancelled
 from db.health import HealthRules, Transition
 from db.pool import ConnectionPool
 from db.vocabulary import Status
@@ -36,6 +36,7 @@ GATHER = 0.010  # seconds a record waits for more results: fewer, larger record 
 RECORD_BATCH = 500  # most attempts written by one record statement
 GONE = 410  # Standard Webhooks: the endpoint is gone for good, stop sending
 GONE_REASON = "endpoint answered 410 Gone"
+CANCELLED_TRIES = 3  # runs of a statement the server keeps cancelling (statement_timeout)
 _STOP = object()
 
 ClaimKey = tuple[int, uuid.UUID]  # a delivery id and the token of the claim on it
@@ -160,18 +161,24 @@ class Recorder:
     def _store(self, done: list[tuple[Claimed, Response, AttemptResult]], *,
                deadline: float | None = None) -> tuple[list[Moved], list[Transition]]:
         """Record `done` in one statement, or in halves until each result the database refuses
-        stands alone; such a result is recorded without the text the endpoint sent. Return the
-        moves and the circuit transitions the results caused."""
+        stands alone; such a result is recorded without the text the endpoint sent. A batch
+        whose statement the server keeps cancelling (statement_timeout) is recorded in halves
+        too; a single result that still cannot be recorded is left to the stale-claim sweep.
+        Return the moves and the circuit transitions the results caused."""
         record = functools.partial(self._with_retries, self._record_and_settle,
                                    attempts=5 if deadline else None, deadline=deadline)
         try:
             return record([result for _, _, result in done])
+        except StatementCancelled as error:
+            if len(done) > 1:
+                return self._store_in_halves(done, deadline)
+            claimed, _, result = done[0]
+            log.error("recording an attempt was cancelled every time; its claim will be "
+                      "recovered", extra={**_fields(claimed, result), "error": str(error)})
+            return [], []
         except InvalidData as error:
             if len(done) > 1:
-                half = len(done) // 2
-                first, second = (self._store(done[:half], deadline=deadline),
-                                 self._store(done[half:], deadline=deadline))
-                return first[0] + second[0], first[1] + second[1]
+                return self._store_in_halves(done, deadline)
             claimed, _, result = done[0]
             log.error("attempt could not be stored as is; recording it without the "
                       "endpoint's text", extra={**_fields(claimed, result), "error": str(error)})
@@ -182,18 +189,28 @@ class Recorder:
                               extra={"delivery_id": claimed.id})
                 return [], []
 
+    def _store_in_halves(self, done: list[tuple[Claimed, Response, AttemptResult]],
+                         deadline: float | None) -> tuple[list[Moved], list[Transition]]:
+        half = len(done) // 2
+        first, second = (self._store(done[:half], deadline=deadline),
+                         self._store(done[half:], deadline=deadline))
+        return first[0] + second[0], first[1] + second[1]
+
     def _with_retries(self, operation, argument, *, attempts: int | None = None,
                       deadline: float | None = None):
         """Call `operation` until it reaches the database, at most `attempts` times, and
         never starting a retry that would begin after the monotonic `deadline`."""
-        failures = 0
+        failures = cancelled = 0
         while True:
             try:
                 return operation(self.pool, argument)
             except DatabaseUnavailable as error:
                 failures += 1
+                cancelled += isinstance(error, StatementCancelled)
                 pause = pause_after(failures)
                 if attempts is not None and failures >= attempts:
+                    raise
+                if cancelled >= CANCELLED_TRIES:
                     raise
                 if deadline is not None and time.monotonic() + pause >= deadline:
                     raise
