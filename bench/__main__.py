@@ -3,7 +3,8 @@
 Starts everything on 127.0.0.1 (embedded PostgreSQL with fsync on, a receiver process,
 worker processes), runs each scenario for a bounded time, prints a table and writes JSON to
 bench/results/ (--results to change it). Scenarios: dispatch, ceiling, peers, polling,
-ingest, latency, backlog, isolation (bench/isolation.py: one bad endpoint beside good ones);
+ingest, latency, backlog, isolation (bench/isolation.py: one bad endpoint beside good ones),
+pooler (dispatch and latency through PgBouncer in transaction mode, Debian's package);
 peers needs the bench extra (pip install -e '.[dev,bench]'), the others what dev installs.
 `python -m bench history --help`: the history-at-scale run, with its own flags.
 """
@@ -21,10 +22,12 @@ from pathlib import Path  # noqa: E402
 
 from bench import environment as env  # noqa: E402
 from bench import peers, scenarios  # noqa: E402
+from tests.support.pgbouncer import LocalPgBouncer  # noqa: E402
 from tests.support.postgres import temporary_postgres  # noqa: E402
 from tests.support.processes import machine  # noqa: E402
 
-ALL = ("ceiling", "dispatch", "peers", "polling", "ingest", "latency", "backlog", "isolation")
+ALL = ("ceiling", "dispatch", "peers", "polling", "ingest", "latency", "backlog", "isolation",
+       "pooler")
 RESULTS = Path(__file__).with_name("results")
 EXIT_USAGE = 2  # as every command of the project: bad usage, or something to install
 
@@ -61,10 +64,28 @@ def run(names: list[str], sizes: scenarios.Sizes, progress) -> dict:
                         pg, sizes, backlog=backlog)
                 out["isolation_claim"] = isolation.claim_behind_held(
                     pg, held=sizes.backlog // 10)
+            elif name == "pooler":
+                out.update(pooler(pg, sizes))
             progress(f"  {name} done in {time.monotonic() - started:.0f}s")
     results["ratios"] = ratios(out)
     results["targets"] = targets(out, results["ratios"])
     return results
+
+
+def pooler(pg, sizes: scenarios.Sizes) -> dict:
+    """Dispatch and latency through PgBouncer in transaction mode against the same database
+    reached directly, side by side in one run."""
+    with LocalPgBouncer(pg.dsn) as bouncer:
+        return {
+            "pooler_dispatch_direct": scenarios.dispatch(pg, sizes, name="pooler_direct"),
+            "pooler_dispatch_pooled": scenarios.dispatch(pg, sizes, pooler=bouncer,
+                                                         name="pooler_pooled"),
+            "pooler_latency_direct": scenarios.latency(pg, sizes, name="latency_direct"),
+            "pooler_latency_pooled": scenarios.latency(pg, sizes, pooler=bouncer,
+                                                       name="latency_pooled"),
+            "pooler_latency_pooled_direct_url": scenarios.latency(
+                pg, sizes, pooler=bouncer, direct_url=True, name="latency_direct_url"),
+        }
 
 
 def ratios(out: dict) -> dict:
@@ -79,6 +100,7 @@ def ratios(out: dict) -> dict:
         "dispatch_vs_procrastinate": ("dispatch_1", "procrastinate"),
         "dispatch_vs_polling": ("dispatch_1", "polling"),
         "backlog_vs_dispatch": ("backlog", "dispatch_1"),
+        "pooled_vs_direct": ("pooler_dispatch_pooled", "pooler_dispatch_direct"),
     }
     found = {}
     for name, (top, bottom) in pairs.items():
@@ -87,7 +109,7 @@ def ratios(out: dict) -> dict:
     return found
 
 
-# (name, where the number is, comparison, target) — issue #7's targets for a 2-core machine.
+# (name, where the number is, comparison, target): the targets for a 2-core machine.
 TARGETS = (
     ("dispatch ≥ 0.8 x raw ceiling", ("ratios", "dispatch_vs_ceiling"), ">=", 0.8),
     ("dispatch ≥ 2.5 x Celery", ("ratios", "dispatch_vs_celery"), ">=", 2.5),
@@ -100,6 +122,7 @@ TARGETS = (
     ("quiet config behind 100,000 slow ≤ 1 s", ("isolation_slow_100000", "max_ms"), "<=",
      1000.0),
     ("backlog ≥ 0.8 x dispatch", ("ratios", "backlog_vs_dispatch"), ">=", 0.8),
+    ("dispatch through a pooler ≥ 0.8 x direct", ("ratios", "pooled_vs_direct"), ">=", 0.8),
     ("worker peak RSS ≤ 200 MB (dispatch)", ("dispatch_1", "peak_rss_mb"), "<=", 200.0),
     ("consumer peak RSS ≤ 200 MB (ingest)", ("ingest_fan_out_1", "peak_rss_mb"), "<=", 200.0),
 )

@@ -41,7 +41,7 @@ from tests.support.postgres import temporary_postgres
 from tests.support.processes import ROOT, machine
 
 DAY = 86_400
-# (name, where, key, comparison, target) — issue #17's targets.
+# (name, where, key, comparison, target): the targets of a history at scale.
 TARGETS = (
     ("dispatch with history ≥ 0.8 x empty", "ratios", "dispatch_history_vs_empty", ">=", 0.8),
     ("every API call p99 ≤ 50 ms", "ratios", "api_worst_p99_ms", "<=", 50.0),

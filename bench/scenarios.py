@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bench import environment as env
 from tests.support.database import count_deliveries, fresh_database
+from tests.support.pgbouncer import LocalPgBouncer
 from tests.support.processes import ROOT, peak_rss_mb
 
 DISPATCH_WHERE = "status = 'succeeded'"
@@ -44,13 +45,15 @@ QUICK = Sizes(deliveries=100, backlog=2_000, seconds=0.25, latency_rate=50, warm
               slow_backlogs=(200,), probes=2, probe_interval=0.1, shutdown_timeout=1.0)
 
 
-def dispatch(pg, sizes: Sizes, *, workers: int = 1) -> dict:
-    """Deliveries/s of `workers` worker processes from a pre-filled backlog."""
-    dsn = fresh_database(pg, f"dispatch_{workers}")
+def dispatch(pg, sizes: Sizes, *, workers: int = 1, pooler: LocalPgBouncer | None = None,
+             name: str | None = None) -> dict:
+    """Deliveries/s of `workers` worker processes from a pre-filled backlog (through the
+    transaction-mode `pooler`, if given)."""
+    dsn = fresh_database(pg, name or f"dispatch_{workers}")
     with env.receiver() as url:
         env.add_configs(dsn, url)
         env.prefill(dsn, sizes.deliveries)
-        with env.workers(dsn, workers,
+        with env.workers(pooler.dsn_for(dsn) if pooler else dsn, workers,
                          WEBHOOKS_DISPATCH_CONCURRENCY=str(sizes.concurrency)) as processes:
             result = env.rate_between(dsn, DISPATCH_WHERE, sizes.deliveries,
                                       timeout=max(sizes.seconds * 6, 60), warmup=sizes.warmup,
@@ -112,17 +115,20 @@ def backlog(pg, sizes: Sizes) -> dict:
     return result
 
 
-def latency(pg, sizes: Sizes) -> dict:
-    """Publish → receiver delay percentiles at a steady publish rate."""
+def latency(pg, sizes: Sizes, *, pooler: LocalPgBouncer | None = None,
+            direct_url: bool = False, name: str = "latency") -> dict:
+    """Publish → receiver delay percentiles at a steady publish rate (the worker through the
+    transaction-mode `pooler`, if given, and then with a direct URL if `direct_url`)."""
     from db import events
     from db.pool import ConnectionPool
 
-    dsn = fresh_database(pg, "latency")
+    dsn = fresh_database(pg, name)
     record = Path(tempfile.mkdtemp()) / "delays.jsonl"
+    settings = {"WEBHOOKS_DATABASE_DIRECT_URL": dsn} if pooler and direct_url else {}
     with env.receiver(record=str(record)) as url:
         env.add_configs(dsn, url)
         pool = ConnectionPool(dsn, size=4)
-        with env.workers(dsn, 1):
+        with env.workers(pooler.dsn_for(dsn) if pooler else dsn, 1, **settings):
             # Start the clock once the worker delivers: a fixed pause was shorter than a
             # worker's start on a slow machine, and the events published meanwhile waited
             # for it (the p99 tail measured there). The warm-up event has no `sent_at`.

@@ -13,8 +13,12 @@ from tests.helpers import PATIENCE
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = ("ceiling", "dispatch", "polling", "ingest", "latency", "backlog", "isolation")
-RATES = ("ceiling", "ceiling_sender", "dispatch_1", "polling", "backlog", "ingest_fan_out_1")
+SCENARIOS = ("ceiling", "dispatch", "polling", "ingest", "latency", "backlog", "isolation",
+             "pooler")
+RATES = ("ceiling", "ceiling_sender", "dispatch_1", "polling", "backlog", "ingest_fan_out_1",
+         "pooler_dispatch_direct", "pooler_dispatch_pooled")
+LATENCIES = ("latency", "pooler_latency_direct", "pooler_latency_pooled",
+             "pooler_latency_pooled_direct_url")
 # Without the bench extra, as after `pip install -e '.[dev]'`: its package hidden from imports
 WITHOUT_CELERY = ("import runpy, sys; sys.modules['celery'] = None; "
                   "runpy.run_module('bench', run_name='__main__')")
@@ -34,11 +38,12 @@ def test_every_scenario_but_the_peers_runs_and_reports(tmp_path):
     assert len(list(tmp_path.glob("*.json"))) == 2  # a timestamped copy and latest.json
     report = json.loads((tmp_path / "latest.json").read_text())
     scenarios = report["scenarios"]
-    assert set(scenarios) == {*RATES, "latency", "isolation_hung", "isolation_slow_200",
+    assert set(scenarios) == {*RATES, *LATENCIES, "isolation_hung", "isolation_slow_200",
                               "isolation_claim"}
     for name in RATES:
         assert scenarios[name]["per_second"] > 0, name
-    assert scenarios["latency"]["received"] == scenarios["latency"]["events"] > 0
+    for name in LATENCIES:
+        assert scenarios[name]["received"] == scenarios[name]["events"] > 0, name
     assert scenarios["dispatch_1"]["peak_rss_mb"] > 0
     assert scenarios["dispatch_1"]["cpu_ms_per_delivery"] > 0  # the workers' CPU, per delivery
     assert scenarios["ceiling_sender"]["cpu_ms_per_post"] > 0
@@ -49,8 +54,8 @@ def test_every_scenario_but_the_peers_runs_and_reports(tmp_path):
     assert slow["received"] == slow["events"] > 0 and slow["max_ms"] > 0
     claim = scenarios["isolation_claim"]
     assert claim["claim_ms_empty"] > 0 and claim["claim_ms_behind_held"] > 0
-    assert {"dispatch_vs_ceiling", "dispatch_vs_polling", "backlog_vs_dispatch"} <= set(
-        report["ratios"])
+    assert {"dispatch_vs_ceiling", "dispatch_vs_polling", "backlog_vs_dispatch",
+            "pooled_vs_direct"} <= set(report["ratios"])
     assert {check["target"] for check in report["targets"]} >= {
         "dispatch ≥ 0.8 x raw ceiling", "latency p99 ≤ 50 ms",
         "fast endpoints beside a hung one ≥ 0.8 x alone"}
