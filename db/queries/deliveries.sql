@@ -11,7 +11,9 @@
 -- whose backlog is held (paused, open, at its cap, throttled) is filtered out by its health
 -- row alone and its deliveries are never read, and every other config's oldest due
 -- deliveries are found through the (config_id, next_attempt_at) index. So one config's
--- backlog of any size neither delays another config's delivery nor slows the claim.
+-- backlog of any size neither delays another config's delivery nor slows the claim. The
+-- health rows read are those of the ready set (`next_due_at`, kept in step with the
+-- deliveries by triggers): configs with nothing due cost the claim nothing, however many.
 --
 -- The health rows are read without a lock and locked last, in config id order (the order
 -- every statement that locks several of them uses, so that none deadlocks with another), just
@@ -47,14 +49,11 @@ WITH health AS MATERIALIZED (
                         * CASE WHEN h.max_in_flight IS NULL THEN %(cap)s::integer
                                ELSE least(h.max_in_flight, %(capacity)s::integer) END) AS room
     ) r
-    -- One index probe per config (a lateral LIMIT 1, which the planner cannot turn into a
-    -- semi-join that reads every due delivery of every config first).
-    CROSS JOIN LATERAL (SELECT 1 FROM deliveries d
-                        WHERE d.config_id = h.config_id AND d.status = 'pending'
-                          AND d.next_attempt_at <= now()
-                        ORDER BY d.next_attempt_at
-                        LIMIT 1) waiting
-    WHERE h.paused_at IS NULL
+    -- The ready set: configs with something due, through its index; idle and paused
+    -- configs are never read.
+    WHERE h.next_due_at <= now()
+      AND h.circuit <> 'half_open'
+      AND h.paused_at IS NULL
       AND (h.circuit = 'closed' OR (h.circuit = 'open' AND h.next_probe_at <= now()))
       AND h.in_flight < config_cap(h, %(cap)s::integer, %(ramp)s::float8)
       AND (h.next_send_at IS NULL OR h.next_send_at <= now())
@@ -323,14 +322,13 @@ SELECT id, status, claim_token, (SELECT count(*) FROM wake) AS woken FROM recove
 -- result) sends the wake-up NOTIFY.
 SELECT CASE WHEN ready IS NOT NULL THEN greatest(0, extract(epoch FROM ready - now()))::float8 END
 FROM (
-    SELECT min(greatest(d.due, CASE WHEN h.circuit = 'open' THEN h.next_probe_at END,
+    SELECT min(greatest(h.next_due_at, CASE WHEN h.circuit = 'open' THEN h.next_probe_at END,
                         h.next_send_at)) AS ready
     FROM config_health h
-    CROSS JOIN LATERAL (SELECT config_next_due(h.config_id) AS due) d
-    WHERE h.paused_at IS NULL AND h.circuit <> 'half_open'
+    -- The ready set's index: configs with something pending, not paused, not half-open.
+    WHERE h.next_due_at IS NOT NULL AND h.paused_at IS NULL AND h.circuit <> 'half_open'
       AND h.in_flight < config_cap(h, %(cap)s, %(ramp)s)
       AND h.config_id <> ALL (%(saturated)s::text[])
-      AND d.due IS NOT NULL
 ) earliest
 
 -- config_versions --

@@ -1,0 +1,173 @@
+"""The ready set: each config's health row knows when its earliest pending delivery is due,
+kept in step with the deliveries by every statement that changes them, concurrent ones
+included; the claim and the next-due check read only the configs with something pending."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+
+import gevent
+import psycopg2
+
+from db import deliveries, health
+from db.sql import QUERIES
+from tests.endpoint_health import RULES, claim, events_for, result, row
+
+DISAGREEMENTS = """
+SELECT h.config_id, h.next_due_at, truth.due
+FROM config_health h
+LEFT JOIN LATERAL (SELECT min(d.next_attempt_at) AS due FROM deliveries d
+                   WHERE d.config_id = h.config_id AND d.status = 'pending') truth ON true
+WHERE h.next_due_at IS DISTINCT FROM truth.due
+"""
+
+
+def disagreements(make) -> list[tuple]:
+    with make.pool.transaction() as cursor:
+        cursor.execute(DISAGREEMENTS)
+        return cursor.fetchall()
+
+
+def test_the_next_due_time_follows_ingest_claim_retry_success_and_expedite(make):
+    config = make.config()
+    assert row(make, config.id)["next_due_at"] is None
+    events_for(make, config, 3)
+    assert row(make, config.id)["next_due_at"] is not None
+    claimed = claim(make, limit=10)
+    assert len(claimed) == 3
+    assert row(make, config.id)["next_due_at"] is None  # nothing pending while in flight
+    retry = dataclasses.replace(result(claimed[0], 503), next_delay=600.0)
+    deliveries.record_and_settle(make.pool, [retry, result(claimed[1], 200),
+                                             result(claimed[2], 200)], RULES)
+    assert disagreements(make) == []
+    due = row(make, config.id)["next_due_at"]
+    with make.pool.transaction() as cursor:
+        cursor.execute("SELECT next_attempt_at FROM deliveries WHERE id = %s", (claimed[0].id,))
+        assert cursor.fetchone()[0] == due  # the retry, ten minutes from now
+    with make.pool.transaction() as cursor:
+        deliveries.replay(cursor, claimed[0].id)  # expedited: due now
+    assert row(make, config.id)["next_due_at"] < due
+    assert disagreements(make) == []
+
+
+def test_cancelled_and_deleted_deliveries_leave_the_ready_set(make):
+    config = make.config()
+    events_for(make, config, 2)
+    with make.pool.transaction() as cursor:
+        cursor.execute("UPDATE deliveries SET status = 'cancelled', next_attempt_at = NULL "
+                       "WHERE config_id = %s AND id = (SELECT min(id) FROM deliveries "
+                       "WHERE config_id = %s)", (config.id, config.id))
+    assert row(make, config.id)["next_due_at"] is not None
+    with make.pool.transaction() as cursor:
+        cursor.execute("DELETE FROM deliveries WHERE config_id = %s AND status = 'pending'",
+                       (config.id,))
+    assert row(make, config.id)["next_due_at"] is None
+    assert disagreements(make) == []
+
+
+def test_concurrent_statements_on_the_same_configs_leave_the_true_next_due_time(make):
+    """Eight sessions at once insert, claim, retry, finish and delete deliveries of the same
+    five configs, each statement in its own transaction, held open a moment so that the others
+    run into it; whatever order they commit in, every health row ends with its config's
+    earliest pending due time."""
+    configs = [make.config(event_types=[f"t{n}"]) for n in range(5)]
+    ids = [c.id for c in configs]
+    events = [make.event(type=f"t{n % 5}")[0] for n in range(40)]
+    dsn = make.pool.dsn
+
+    def session(seed: int) -> None:
+        rng = random.Random(seed)
+        connection = psycopg2.connect(dsn)
+        try:
+            with connection.cursor() as cursor:
+                for _ in range(60):
+                    config_id = rng.choice(ids)
+                    step = rng.randrange(5)
+                    if step == 0:
+                        cursor.execute(
+                            "INSERT INTO deliveries (event_id, config_id, event_type, "
+                            "next_attempt_at) VALUES (%s, %s, 'x', now() + %s * interval '1 s') "
+                            "ON CONFLICT DO NOTHING",
+                            (rng.choice(events), config_id, rng.randrange(-30, 30)))
+                    elif step == 1:  # claim the earliest
+                        cursor.execute(
+                            "UPDATE deliveries SET status = 'delivering', claimed_at = now(), "
+                            "claim_token = gen_random_uuid(), next_attempt_at = next_attempt_at "
+                            "WHERE id = (SELECT id FROM deliveries WHERE config_id = %s "
+                            "AND status = 'pending' ORDER BY next_attempt_at LIMIT 1 "
+                            "FOR UPDATE SKIP LOCKED)", (config_id,))
+                    elif step == 2:  # a retry, later
+                        cursor.execute(
+                            "UPDATE deliveries SET status = 'pending', claim_token = NULL, "
+                            "next_attempt_at = now() + %s * interval '1 s' WHERE id = "
+                            "(SELECT id FROM deliveries WHERE config_id = %s AND status = "
+                            "'delivering' LIMIT 1 FOR UPDATE SKIP LOCKED)",
+                            (rng.randrange(1, 60), config_id))
+                    elif step == 3:  # success
+                        cursor.execute(
+                            "UPDATE deliveries SET status = 'succeeded', claim_token = NULL, "
+                            "next_attempt_at = NULL WHERE id = (SELECT id FROM deliveries "
+                            "WHERE config_id = %s AND status = 'delivering' LIMIT 1 "
+                            "FOR UPDATE SKIP LOCKED)", (config_id,))
+                    else:
+                        cursor.execute(
+                            "DELETE FROM deliveries WHERE id = (SELECT id FROM deliveries "
+                            "WHERE config_id = %s AND status = 'pending' ORDER BY random() "
+                            "LIMIT 1 FOR UPDATE SKIP LOCKED)", (config_id,))
+                    gevent.sleep(rng.random() * 0.004)  # others' statements wait on this one
+                    connection.commit()
+        finally:
+            connection.close()
+
+    gevent.joinall([gevent.spawn(session, seed) for seed in range(8)], raise_error=True)
+    assert disagreements(make) == []
+
+
+def test_a_claim_reads_no_health_row_of_an_idle_or_paused_config(make):
+    """Five thousand idle configs and a paused one with a backlog beside one busy config: the
+    claim's plan reads the ready set's index, never the whole health table, and touches the
+    health rows of the configs with something due only."""
+    busy = make.config(event_types=["busy"])
+    paused = make.config(event_types=["paused"])
+    events_for(make, busy, 5)
+    events_for(make, paused, 5)
+    health.pause(make.pool, paused.id, reason="held")
+    with make.pool.transaction() as cursor:
+        cursor.execute(
+            "INSERT INTO configs (id, name, endpoint, secret, event_types, active) "
+            "SELECT 'idle-' || n, 'idle ' || n, 'http://127.0.0.1:9/', 'whsec_x', "
+            "ARRAY['idle'], true FROM generate_series(1, 5000) n")
+        cursor.execute("ANALYZE config_health")
+    params = {"limit": 50, "owner": "w", "cap": RULES.cap, "ramp": RULES.ramp,
+              "rate_burst": health.RATE_BURST, "capacity": 50, "hold": 3,
+              "room_ids": [], "rooms": [], "token": "00000000-0000-0000-0000-000000000001"}
+    connection = psycopg2.connect(make.pool.dsn)
+    try:
+        with connection.cursor() as cursor:
+            statement = cursor.mogrify(QUERIES["claim_due_deliveries"], params).decode()
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement)
+            (plan,) = cursor.fetchone()[0]
+            scans = list(_health_scans(plan["Plan"]))
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) "
+                           + cursor.mogrify(QUERIES["seconds_until_next_due"],
+                                            {"cap": RULES.cap, "ramp": RULES.ramp,
+                                             "saturated": []}).decode())
+            (wait_plan,) = cursor.fetchone()[0]
+            wait_scans = list(_health_scans(wait_plan["Plan"]))
+        connection.rollback()
+    finally:
+        connection.close()
+    assert scans and wait_scans, json.dumps(plan)
+    for node in scans + wait_scans:
+        assert node["Node Type"] != "Seq Scan", json.dumps(node)
+        assert node["Actual Rows"] * node["Actual Loops"] <= 2, json.dumps(node)
+    assert sum(n["Actual Rows"] for n in scans if n.get("Index Name") == "config_health_ready") == 1
+
+
+def _health_scans(node: dict):
+    if node.get("Relation Name") == "config_health":
+        yield node
+    for child in node.get("Plans", []):
+        yield from _health_scans(child)
