@@ -152,24 +152,85 @@ def get(pool: ConnectionPool, id: str) -> Config | None:
     return Config.from_row(row) if row else None
 
 
+# Health states few configs are in, found through the held configs' index.
+HELD_STATES = frozenset(state for state in health.STATES if state != "healthy")
+
+
+@dataclass(frozen=True)
+class ConfigFilter:
+    """Which configs a listing shows: all by default; `search` is a piece of the name or the
+    endpoint (any case), or the exact id."""
+
+    active: bool | None = None
+    health_state: str | None = None
+    search: str | None = None
+
+    def narrows(self) -> bool:
+        """Whether some configs may not match (so a page can hold fewer than are listed)."""
+        return any(value is not None for value in (self.active, self.health_state,
+                                                   self.params()["search"]))
+
+    def params(self) -> dict[str, Any]:
+        search = self.search.strip() if self.search else None
+        pattern = None
+        if search:
+            escaped = search.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            pattern = f"%{escaped}%"
+        held = self.health_state if self.health_state in HELD_STATES else None
+        return {"active": self.active, "health": self.health_state, "search": search or None,
+                "pattern": pattern, "by_health": held}
+
+
+# Configs next to the cursor a listing looks at before it asks the filter's own index: enough
+# for a page whenever matches are common, few enough to cost a millisecond or two.
+WALK = 2_000
+
+
 def page(
     pool: ConnectionPool,
     *,
     limit: int,
-    active: bool | None = None,
-    health_state: str | None = None,
-    after: tuple[datetime, str] | None = None,
+    filter: ConfigFilter = ConfigFilter(),
+    cursor: tuple[datetime, str] | None = None,
+    backwards: bool = False,
 ) -> list[Config]:
-    """Return up to `limit` configs, newest first, after the `(created_at, id)` position,
-    optionally only those in one health state."""
-    after_created, after_id = after or (None, None)
-    with pool.transaction() as cursor:
-        cursor.execute(
-            QUERIES["list_configs"],
-            {"active": active, "health": health_state, "after_created": after_created,
-             "after_id": after_id, "limit": limit},
-        )
-        return [Config.from_row(row) for row in as_dicts(cursor)]
+    """Return up to `limit` configs `filter` matches, newest first, after the `(created_at,
+    id)` position; `backwards` walks the other way from it and returns the nearest first.
+
+    The page is first looked for among the WALK configs next to the cursor (in order, so
+    `limit` matches there are the page); only when they hold fewer (or the filter asks for a
+    held health state, which few configs are in) are the matches found through the filter's
+    own index (trigrams, the held configs' health index, inactive configs) and then ordered.
+    So a common filter and a rare one both cost little at any number of configs.
+    """
+    cursor_time, cursor_id = cursor or (None, None)
+    params = {**filter.params(), "cursor_time": cursor_time, "cursor_id": cursor_id,
+              "limit": limit, "walk": WALK}
+    direction = "_backwards" if backwards else ""
+    with pool.transaction() as db:
+        rows: list[dict[str, Any]] = []
+        if params["by_health"] is None:  # configs in a held state are few: no walk
+            db.execute(QUERIES["list_configs_walk" + direction], params)
+            rows = as_dicts(db)
+        if len(rows) < limit and filter.narrows():
+            db.execute(QUERIES["list_configs_matched" + direction], params)
+            rows = as_dicts(db)
+        return [Config.from_row(row) for row in rows]
+
+
+def count(pool: ConnectionPool, filter: ConfigFilter = ConfigFilter(), *,
+          bound: int) -> tuple[int, bool]:
+    """Return how many configs `filter` matches and whether that is exact: up to `bound` the
+    count is exact; past it, the planner's estimate (never below `bound + 1`)."""
+    params = {**filter.params(), "bound": bound}
+    with pool.transaction() as db:
+        db.execute(QUERIES["count_configs"], params)
+        exact = as_dict(db)["configs"]
+        if exact <= bound:
+            return exact, True
+        db.execute(QUERIES["estimate_configs"], params)
+        (plan,) = db.fetchone()  # EXPLAIN's JSON, decoded by psycopg2
+    return max(int(plan[0]["Plan"]["Plan Rows"]), bound + 1), False
 
 
 def update(

@@ -47,17 +47,18 @@ def load(directory: Path = QUERIES_DIR) -> dict[str, str]:
 
 
 def expand(statements: dict[str, str]) -> dict[str, str]:
-    """Return `statements` with each `/* include NAME */` replaced by the statement NAME."""
+    """Return `statements` with each `/* include NAME */` replaced by the statement NAME (which
+    may include others in turn, never itself)."""
 
-    def included(match: re.Match) -> str:
-        name = match.group(1)
+    def expanded(name: str, within: tuple[str, ...]) -> str:
         if name not in statements:
             raise ValueError(f"include of unknown statement {name}")
-        if _INCLUDE.search(statements[name]):
-            raise ValueError(f"{name} is included, so it may not include others")
-        return statements[name]
+        if name in within:
+            raise ValueError(f"{name} includes itself: {' -> '.join((*within, name))}")
+        return _INCLUDE.sub(lambda match: expanded(match.group(1), (*within, name)),
+                            statements[name])
 
-    return {name: _INCLUDE.sub(included, statement) for name, statement in statements.items()}
+    return {name: expanded(name, ()) for name in statements}
 
 
 QUERIES = load()

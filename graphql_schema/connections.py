@@ -12,7 +12,7 @@ from graphql_schema.types import Config, DeliverySummary, RejectedEvent
 
 DEFAULT_PAGE = 100
 MAX_PAGE = 1000
-COUNT_BOUND = 10_000  # deliveries counted exactly before totalCount becomes an estimate
+COUNT_BOUND = 10_000  # rows counted exactly before totalCount becomes an estimate
 
 Row = TypeVar("Row")
 
@@ -61,6 +61,17 @@ class ConfigEdge:
 class ConfigConnection:
     edges: list[ConfigEdge]
     page_info: PageInfo
+    count: strawberry.Private[Callable[[], tuple[int, bool]]]
+
+    @strawberry.field(description=f"Configs the filter matches: exact up to {COUNT_BOUND:,}, "
+                                  "past that the planner's estimate (totalCountIsExact says "
+                                  "which).")
+    def total_count(self) -> int:
+        return self.count()[0]
+
+    @strawberry.field(description="False when totalCount is an estimate.")
+    def total_count_is_exact(self) -> bool:
+        return self.count()[1]
 
 
 @strawberry.type

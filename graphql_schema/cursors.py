@@ -63,18 +63,19 @@ def time_and_id_after(listing: str, cursor: str | None, argument: str = "after",
     return moment, id
 
 
-def created_and_id_after(listing: str, cursor: str | None) -> tuple[datetime, str] | None:
+def created_and_id_after(listing: str, cursor: str | None,
+                         argument: str = "after") -> tuple[datetime, str] | None:
     """Return the (created_at, id) position of a cursor of `listing`, or None without one."""
     if cursor is None:
         return None
-    position = decode(listing, cursor)
+    position = decode(listing, cursor, argument)
     try:
         created = datetime.fromisoformat(position["createdAt"])
         id = position["id"]
         if created.tzinfo is None or not isinstance(id, str) or "\x00" in id:
             raise ValueError("malformed position")
     except (KeyError, TypeError, ValueError):
-        raise _not_a_cursor("after") from None
+        raise _not_a_cursor(argument) from None
     return created, id
 
 

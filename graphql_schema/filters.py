@@ -1,4 +1,5 @@
-"""The one delivery filter of the API, shared by the `deliveries` listing and bulk replay.
+"""The filters of the API: the one delivery filter, shared by the `deliveries` listing and bulk
+replay, and the configs filter.
 
 Older names stay accepted, deprecated: `configId`, `eventType` (one value) and the
 `createdAtFrom`/`createdAtTo` of the former bulk-replay filter.
@@ -10,11 +11,11 @@ from datetime import datetime
 
 import strawberry
 
-from db import filters
+from db import configs, filters
 from db.errors import InvalidInput
 from db.vocabulary import Status
 from graphql_schema import arguments
-from graphql_schema.types import DeliveryStatus
+from graphql_schema.types import DeliveryStatus, HealthState
 
 MAX_VALUES = 100  # values in one list of a filter
 
@@ -43,6 +44,38 @@ class DeliveryFilter:
         default=None, deprecation_reason="Use createdAfter.")
     created_at_to: datetime | None = strawberry.field(
         default=None, deprecation_reason="Use createdBefore.")
+
+
+@strawberry.input(description="Every given field must match; omitted (or null) fields match "
+                              "all.")
+class ConfigFilter:
+    search: str | None = strawberry.field(
+        default=None, description="A piece of the name or the endpoint, in any case, or the "
+                                  "exact id.")
+    health: HealthState | None = strawberry.field(
+        default=None, description="Only configs in this health state.")
+    active: bool | None = strawberry.field(
+        default=None, description="Only active (true) or inactive (false) configs.")
+
+
+MAX_SEARCH = 200  # characters of a configs search
+
+
+def configs_to_db(given: ConfigFilter | None, *, active: bool | None = None,
+                  health: HealthState | None = None) -> configs.ConfigFilter:
+    """Return the database's configs filter of `given`; `active` and `health` are the older
+    arguments of `configs`, which the filter's own fields may not contradict."""
+    given = given or ConfigFilter()
+    chosen_active = _one_of(given.active, active, "filter.active", "active")
+    chosen_health = _one_of(given.health, health, "filter.health", "health")
+    search = given.search
+    if search is not None:
+        search = arguments.text(search, "filter.search")
+        if len(search) > MAX_SEARCH:
+            raise InvalidInput(f"filter.search: at most {MAX_SEARCH} characters")
+    return configs.ConfigFilter(active=chosen_active,
+                                health_state=chosen_health.value if chosen_health else None,
+                                search=search)
 
 
 def _one_of(new: object, old: object, new_name: str, old_name: str) -> object:

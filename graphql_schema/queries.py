@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from datetime import UTC, datetime, timedelta
 from enum import Enum
+from typing import Annotated
 
 import strawberry
 
@@ -24,7 +25,7 @@ from graphql_schema.connections import (
     page_size,
 )
 from graphql_schema.context import Info
-from graphql_schema.filters import DeliveryFilter
+from graphql_schema.filters import ConfigFilter, DeliveryFilter
 from graphql_schema.types import (
     AttemptHistory,
     Config,
@@ -116,21 +117,37 @@ class Query:
             raise NotFound(f"delivery {number} not found")
         return Delivery.from_detail(row)
 
-    @strawberry.field(description="Configs that are not deleted, newest first; `health` "
-                                  "keeps those in one health state.")
-    def configs(self, info: Info, active: bool | None = None,
-                health: HealthState | None = None, first: int | None = DEFAULT_PAGE,
-                after: str | None = None) -> ConfigConnection:
-        limit = page_size(first)
-        rows = configs.page(info.context.pool, limit=limit + 1, active=active,
-                            health_state=health.value if health else None,
-                            after=cursors.created_and_id_after("configs", after))
-        healths = _health_of(info, rows)
+    @strawberry.field(description="Configs that are not deleted, newest first, that `filter` "
+                                  "matches. Page forwards with `first`/`after`, or backwards "
+                                  "with `last`/`before` (then `first` is ignored).")
+    def configs(
+        self, info: Info, filter: ConfigFilter | None = None,
+        first: int | None = DEFAULT_PAGE, after: str | None = None,
+        last: int | None = None, before: str | None = None,
+        active: Annotated[bool | None, strawberry.argument(
+            deprecation_reason="Use filter.active.")] = None,
+        health: Annotated[HealthState | None, strawberry.argument(
+            deprecation_reason="Use filter.health.")] = None,
+    ) -> ConfigConnection:
+        if after is not None and before is not None:
+            raise InvalidInput("give after or before, not both")
+        backwards = last is not None or before is not None
+        limit = page_size(last if last is not None else first,
+                          "last" if last is not None else "first")
+        checked = filters.configs_to_db(filter, active=active, health=health)
+        position = (cursors.created_and_id_after("configs", before, "before") if backwards
+                    else cursors.created_and_id_after("configs", after))
+        pool = info.context.pool
+        rows = configs.page(pool, limit=limit + 1, filter=checked, cursor=position,
+                            backwards=backwards)
+        healths = _health_of(info, rows[:limit])
         return connection(
             ConfigConnection, ConfigEdge, rows, limit,
             lambda row: cursors.encode("configs", createdAt=row.created_at.isoformat(),
                                        id=row.id),
             lambda row: Config.from_row(row, healths.get(row.id)),
+            from_cursor=position is not None, backwards=backwards,
+            count=functools.cache(lambda: configs.count(pool, checked, bound=COUNT_BOUND)),
         )
 
     @strawberry.field(description="One config; NOT_FOUND if unknown or deleted.")

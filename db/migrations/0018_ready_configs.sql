@@ -88,8 +88,20 @@ CREATE TRIGGER deliveries_ready_deleted AFTER DELETE ON deliveries
 UPDATE config_health h SET next_due_at = config_next_due(h.config_id)
 WHERE h.next_due_at IS DISTINCT FROM config_next_due(h.config_id);
 
--- The configs a claim may take something of: pending work, not paused, not waiting for a
--- probe's answer. Idle configs are not in it, and neither are paused ones, whatever their
--- backlog.
-CREATE INDEX IF NOT EXISTS config_health_ready ON config_health (next_due_at)
+-- When a claim could next take something of a config with pending work: its earliest due
+-- delivery, but not before its rate's next slot, nor, with its circuit open, before its
+-- probe is due. One rule for the claim and the next-due check, and the ready set's key.
+CREATE OR REPLACE FUNCTION config_ready_at(next_due_at timestamptz, circuit text,
+                                           next_probe_at timestamptz, next_send_at timestamptz)
+RETURNS timestamptz LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT greatest(next_due_at, next_send_at,
+                    CASE WHEN circuit = 'open' THEN next_probe_at END)
+$$;
+
+-- The ready set: configs with pending work, not paused, not waiting for a probe's answer,
+-- by when a claim could take something of them. Idle configs are not in it, nor paused
+-- ones whatever their backlog; an open one waits at its probe time.
+DROP INDEX IF EXISTS config_health_ready;
+CREATE INDEX config_health_ready
+    ON config_health (config_ready_at(next_due_at, circuit, next_probe_at, next_send_at))
     WHERE next_due_at IS NOT NULL AND paused_at IS NULL AND circuit <> 'half_open';

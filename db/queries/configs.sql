@@ -13,20 +13,90 @@ SELECT id, name, endpoint, event_types, active, created_at, updated_at, deleted_
 FROM configs
 WHERE id = %(id)s AND deleted_at IS NULL
 
--- list_configs --
--- Page through configs newest first, after a (created_at, id) cursor, optionally by active flag and health state
-SELECT id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
-       previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at
-FROM configs
-WHERE deleted_at IS NULL
-  AND (%(active)s::boolean IS NULL OR active = %(active)s::boolean)
-  AND (%(health)s::text IS NULL
-       OR EXISTS (SELECT 1 FROM config_health h
-                  WHERE h.config_id = configs.id AND config_health_state(h) = %(health)s::text))
-  AND (%(after_created)s::timestamptz IS NULL
-       OR (created_at, id) < (%(after_created)s::timestamptz, %(after_id)s::text))
-ORDER BY created_at DESC, id DESC
+-- config_filter --
+-- The conditions of a configs filter on configs as `c` (included by the statements below): active flag, health state, a piece of the name or endpoint (or the exact id); psycopg2 inlines the values, so the planner drops the unused conditions and picks the matching index
+c.deleted_at IS NULL
+AND (%(active)s::boolean IS NULL OR c.active = %(active)s::boolean)
+AND (%(health)s::text IS NULL
+     OR (SELECT config_health_state(h) FROM config_health h WHERE h.config_id = c.id)
+        = %(health)s::text)
+AND (%(search)s::text IS NULL
+     OR config_search_text(c.name, c.endpoint) LIKE %(pattern)s::text
+     OR c.id = %(search)s::text)
+
+-- config_matches --
+-- Every config a filter matches, from the filter's own index: the held configs' health index when it asks for a held state (`by_health`: paused, open, half_open), else the configs' (a piece of a name by trigrams, inactive ones); included by the statements below
+SELECT c.*
+FROM configs c
+WHERE %(by_health)s::text IS NULL AND /* include config_filter */
+UNION ALL
+SELECT c.*
+FROM config_health h
+JOIN configs c ON c.id = h.config_id
+WHERE %(by_health)s::text IS NOT NULL
+  AND CASE %(by_health)s::text WHEN 'paused' THEN h.paused_at IS NOT NULL
+           ELSE h.paused_at IS NULL AND h.circuit = %(by_health)s::text END
+  AND /* include config_filter */
+
+-- config_columns --
+-- A config as the listings show it, from configs as `c` (included by the list statements below)
+c.id, c.name, c.endpoint, c.event_types, c.active, c.created_at, c.updated_at, c.deleted_at,
+previous_secrets_expire_at(c.previous_secrets) AS previous_secrets_expire_at
+
+-- list_configs_walk --
+-- Page through the configs a filter matches, newest first after a (created_at, id) cursor, among the `walk` configs next to the cursor only: the whole page when matches are common, cheap at any number of configs
+SELECT /* include config_columns */
+FROM (SELECT * FROM configs c
+      WHERE c.deleted_at IS NULL
+        AND (%(cursor_time)s::timestamptz IS NULL
+             OR (c.created_at, c.id) < (%(cursor_time)s::timestamptz, %(cursor_id)s::text))
+      ORDER BY c.created_at DESC, c.id DESC
+      LIMIT %(walk)s) c
+WHERE /* include config_filter */
+ORDER BY c.created_at DESC, c.id DESC
 LIMIT %(limit)s
+
+-- list_configs_walk_backwards --
+-- Page back through the configs a filter matches, oldest first from a (created_at, id) cursor, among the `walk` configs next to the cursor only
+SELECT /* include config_columns */
+FROM (SELECT * FROM configs c
+      WHERE c.deleted_at IS NULL
+        AND (%(cursor_time)s::timestamptz IS NULL
+             OR (c.created_at, c.id) > (%(cursor_time)s::timestamptz, %(cursor_id)s::text))
+      ORDER BY c.created_at, c.id
+      LIMIT %(walk)s) c
+WHERE /* include config_filter */
+ORDER BY c.created_at, c.id
+LIMIT %(limit)s
+
+-- list_configs_matched --
+-- Page through the configs a filter matches, newest first after a (created_at, id) cursor, from the matches found through the filter's own index and then ordered: cheap when matches are few
+WITH matched AS MATERIALIZED (/* include config_matches */)
+SELECT /* include config_columns */
+FROM matched c
+WHERE %(cursor_time)s::timestamptz IS NULL
+   OR (c.created_at, c.id) < (%(cursor_time)s::timestamptz, %(cursor_id)s::text)
+ORDER BY c.created_at DESC, c.id DESC
+LIMIT %(limit)s
+
+-- list_configs_matched_backwards --
+-- Page back through the configs a filter matches, oldest first from a (created_at, id) cursor, from the matches found through the filter's own index
+WITH matched AS MATERIALIZED (/* include config_matches */)
+SELECT /* include config_columns */
+FROM matched c
+WHERE %(cursor_time)s::timestamptz IS NULL
+   OR (c.created_at, c.id) > (%(cursor_time)s::timestamptz, %(cursor_id)s::text)
+ORDER BY c.created_at, c.id
+LIMIT %(limit)s
+
+-- count_configs --
+-- Count the configs a filter matches, stopping one past the bound so the cost stays bounded
+SELECT count(*) AS configs
+FROM (/* include config_matches */ LIMIT %(bound)s + 1) matched
+
+-- estimate_configs --
+-- Return the planner's estimate of the configs a filter matches (nothing is counted)
+EXPLAIN (FORMAT JSON) /* include config_matches */
 
 -- update_config --
 -- Change the given fields of a config that has not been deleted

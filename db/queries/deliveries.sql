@@ -49,14 +49,12 @@ WITH health AS MATERIALIZED (
                         * CASE WHEN h.max_in_flight IS NULL THEN %(cap)s::integer
                                ELSE least(h.max_in_flight, %(capacity)s::integer) END) AS room
     ) r
-    -- The ready set: configs with something due, through its index; idle and paused
-    -- configs are never read.
-    WHERE h.next_due_at <= now()
-      AND h.circuit <> 'half_open'
-      AND h.paused_at IS NULL
-      AND (h.circuit = 'closed' OR (h.circuit = 'open' AND h.next_probe_at <= now()))
+    -- The ready set, through its index: configs a claim could take something of now (due
+    -- work, the rate's slot, an open circuit's probe time). Idle, paused and open configs
+    -- waiting for their probe are never read.
+    WHERE config_ready_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at) <= now()
+      AND h.next_due_at IS NOT NULL AND h.paused_at IS NULL AND h.circuit <> 'half_open'
       AND h.in_flight < config_cap(h, %(cap)s::integer, %(ramp)s::float8)
-      AND (h.next_send_at IS NULL OR h.next_send_at <= now())
       AND r.room > 0
     ORDER BY h.served_at NULLS FIRST
     LIMIT %(limit)s::integer
@@ -319,16 +317,17 @@ SELECT id, status, claim_token, (SELECT count(*) FROM wake) AS woken FROM recove
 --
 -- Paused, half-open and full configs are left out, and those the worker has at its own bound:
 -- a claim could take none of their deliveries, and waking for them would spin. What ends those holds (a resume, a recorded
--- result) sends the wake-up NOTIFY.
+-- result) sends the wake-up NOTIFY. The ready set's index is walked from the earliest: the
+-- first config not at its cap ends the walk.
 SELECT CASE WHEN ready IS NOT NULL THEN greatest(0, extract(epoch FROM ready - now()))::float8 END
-FROM (
-    SELECT min(greatest(h.next_due_at, CASE WHEN h.circuit = 'open' THEN h.next_probe_at END,
-                        h.next_send_at)) AS ready
+FROM (SELECT (
+    SELECT config_ready_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at)
     FROM config_health h
-    -- The ready set's index: configs with something pending, not paused, not half-open.
     WHERE h.next_due_at IS NOT NULL AND h.paused_at IS NULL AND h.circuit <> 'half_open'
       AND h.in_flight < config_cap(h, %(cap)s, %(ramp)s)
       AND h.config_id <> ALL (%(saturated)s::text[])
+    ORDER BY config_ready_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at)
+    LIMIT 1) AS ready
 ) earliest
 
 -- config_versions --

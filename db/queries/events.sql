@@ -25,7 +25,9 @@ subscribed AS (
     SELECT id, event_types
     FROM configs
     WHERE active AND deleted_at IS NULL
-      AND event_types && (SELECT array_agg(DISTINCT type) FROM input)
+      -- The batch's types as given (a constant, not a subquery): the planner sees them
+      -- and finds the subscribers through the subscriptions index.
+      AND event_types && %(types)s::text[]
     FOR SHARE
 ),
 new_deliveries AS (

@@ -10,8 +10,8 @@ from service.commands.registry import EXIT_OK, command
 from service.runtime.command_settings import COMMAND_SETTINGS, add_arguments
 from service.runtime.settings import Settings
 
-LIST = """query ($active: Boolean, $health: HealthState) {
-  configs(active: $active, health: $health, first: 1000) {
+LIST = """query ($filter: ConfigFilter) {
+  configs(filter: $filter, first: 1000) {
     edges { node { id name endpoint eventTypes active createdAt
                    health { state consecutiveFailures lastFailure pausedAt reason } } }
   }
@@ -34,6 +34,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     listing = actions.add_parser("list", help="list configs with their health and success rate")
     listing.add_argument("--active", choices=("yes", "no"), help="only active or inactive ones")
     listing.add_argument("--health", choices=health.STATES, help="only those in this state")
+    listing.add_argument("--search", help="only those whose name or endpoint holds this text "
+                                          "(any case), or the one with this id")
     pause = actions.add_parser("pause", help="pause a config: nothing is attempted, nothing "
                                              "cancelled, until it is resumed")
     resume = actions.add_parser("resume", help="resume a paused config")
@@ -54,7 +56,8 @@ def run_configs(args: argparse.Namespace, settings: Settings) -> int:
 def _list(api: LocalApi, args: argparse.Namespace) -> int:
     active = None if args.active is None else args.active == "yes"
     health = args.health.upper() if args.health else None
-    data = api.run(LIST, {"active": active, "health": health})
+    data = api.run(LIST, {"filter": {"active": active, "health": health,
+                                     "search": args.search}})
     configs = [edge["node"] for edge in data["configs"]["edges"]]
     if args.json:
         print_json(configs)

@@ -199,3 +199,93 @@ def test_rotation_to_a_given_secret_and_a_bad_one(api, make):
     assert rotated == {"rotateConfigSecret": {"secret": given}}
     assert api.code('mutation ($id: ID!) { rotateConfigSecret(id: $id, secret: "nope") '
                     '{ secret } }', {"id": config.id}) == "BAD_USER_INPUT"
+
+
+FILTERED = f"""
+query ($filter: ConfigFilter, $first: Int, $after: String, $last: Int, $before: String) {{
+  configs(filter: $filter, first: $first, after: $after, last: $last, before: $before) {{
+    totalCount
+    edges {{ cursor node {{ {CONFIG_FIELDS} }} }}
+    pageInfo {{ hasNextPage endCursor hasPreviousPage startCursor }}
+  }}
+}}"""
+
+
+def test_configs_search_a_piece_of_the_name_or_endpoint_in_any_case_or_the_id(api):
+    crm = create(api, name="Acme CRM sync", endpoint="https://crm.example.com/in")["config"]
+    billing = create(api, name="billing", endpoint="https://pay.example.net/Hooks")["config"]
+    literal = create(api, name="100%_done", endpoint="https://x.example.org/")["config"]
+
+    def found(search):
+        page = api.data(FILTERED, {"filter": {"search": search}})["configs"]
+        assert page["totalCount"] == len(page["edges"])
+        return {edge["node"]["id"] for edge in page["edges"]}
+
+    assert found("crm") == {crm["id"]}
+    assert found("ACME") == {crm["id"]}
+    assert found("/hooks") == {billing["id"]}
+    assert found("example") == {crm["id"], billing["id"], literal["id"]}
+    assert found("%_") == {literal["id"]}  # wildcards are plain characters here
+    assert found("%_do") == {literal["id"]}
+    assert found("0_d") == set()  # "_" is not any character
+    assert found("_") == {literal["id"]}
+    assert found(billing["id"]) == {billing["id"]}
+    assert found("nothing like it") == set()
+    assert found("  ") == {crm["id"], billing["id"], literal["id"]}  # blank: no search
+
+
+def test_configs_filter_by_health_and_active_with_a_total_count(api, make):
+    from db import health
+    paused = create(api, name="paused")["config"]
+    create(api, name="fine")
+    create(api, name="off", active=False)
+    health.pause(make.pool, paused["id"], reason="test")
+
+    def listed(filter):
+        page = api.data(FILTERED, {"filter": filter})["configs"]
+        return page["totalCount"], [edge["node"]["name"] for edge in page["edges"]]
+
+    assert listed({"health": "PAUSED"}) == (1, ["paused"])
+    assert listed({"health": "HEALTHY"}) == (2, ["off", "fine"])
+    assert listed({"health": "HEALTHY", "active": True}) == (1, ["fine"])
+    assert listed({"active": False, "search": "of"}) == (1, ["off"])
+    assert listed({"health": "OPEN"}) == (0, [])
+    assert listed({}) == (3, ["off", "fine", "paused"])
+
+
+def test_configs_page_forwards_and_backwards_with_the_filter(api):
+    made = [create(api, name=f"page-{n}")["config"]["id"] for n in range(7)]
+    create(api, name="other")
+    newest_first = list(reversed(made))
+    forwards, after = [], None
+    while True:
+        page = api.data(FILTERED, {"filter": {"search": "page-"}, "first": 3,
+                                   "after": after})["configs"]
+        assert page["totalCount"] == 7
+        forwards.append([edge["node"]["id"] for edge in page["edges"]])
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert forwards == [newest_first[0:3], newest_first[3:6], newest_first[6:7]]
+    last = api.data(FILTERED, {"filter": {"search": "page-"}, "last": 3})["configs"]
+    assert [edge["node"]["id"] for edge in last["edges"]] == newest_first[4:7]
+    assert last["pageInfo"]["hasPreviousPage"] and not last["pageInfo"]["hasNextPage"]
+    before = api.data(FILTERED, {"filter": {"search": "page-"}, "last": 3,
+                                 "before": last["pageInfo"]["startCursor"]})["configs"]
+    assert [edge["node"]["id"] for edge in before["edges"]] == newest_first[1:4]
+    assert before["pageInfo"]["hasPreviousPage"] and before["pageInfo"]["hasNextPage"]
+
+
+@pytest.mark.parametrize("variables", [
+    {"filter": {"search": "x" * 201}},
+    {"filter": {"search": "a\u0000b"}},
+    {"filter": {"active": True}, "active": False},
+    {"after": "eyJsIjoiY29uZmlncyJ9", "before": "eyJsIjoiY29uZmlncyJ9"},
+    {"last": 0},
+])
+def test_a_bad_configs_filter_or_page_is_bad_input_with_its_reason(shared_api, variables):
+    query = FILTERED if "active" not in variables else """
+query ($filter: ConfigFilter, $active: Boolean) {
+  configs(filter: $filter, active: $active) { totalCount }
+}"""
+    assert shared_api.code(query, variables) == "BAD_USER_INPUT"

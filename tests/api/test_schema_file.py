@@ -15,7 +15,9 @@ def test_the_committed_schema_file_is_current():
 def test_the_schema_names_of_the_contract():
     text = SCHEMA_FILE.read_text()
     for name in ("deliveries(filter: DeliveryFilter = null, first: Int = 100, after: String",
-                 "delivery(id: ID!): Delivery", "configs(active: Boolean = null",
+                 "delivery(id: ID!): Delivery",
+                 "configs(filter: ConfigFilter = null, first: Int = 100, after: String = null, "
+                 "last: Int = null, before: String = null",
                  "config(id: ID!): Config", "stats: Stats!", "rejectedEvents(first: Int = 100",
                  "createConfig(input: CreateConfigInput!): ConfigWithSecret!",
                  "publishEvent(input: PublishEventInput!)",

@@ -34,11 +34,17 @@ def test_expand_replaces_includes_by_the_named_statement():
     assert expand(statements)["query"] == "SELECT 1 WHERE a = 1 AND b"
 
 
+def test_an_included_statement_may_include_another():
+    statements = {"inner": "x", "cond": "(/* include inner */)", "query": "/* include cond */"}
+    assert expand(statements)["query"] == "(x)"
+
+
 @pytest.mark.parametrize("statements", [
     {"query": "SELECT /* include missing */"},
-    {"inner": "x", "cond": "/* include inner */", "query": "/* include cond */"},
+    {"query": "SELECT /* include query */"},
+    {"a": "/* include b */", "b": "/* include a */", "query": "/* include a */"},
 ])
-def test_expand_rejects_unknown_and_nested_includes(statements):
+def test_expand_rejects_unknown_and_circular_includes(statements):
     with pytest.raises(ValueError):
         expand(statements)
 
