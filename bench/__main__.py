@@ -6,7 +6,8 @@ bench/results/ (--results to change it). Scenarios: dispatch, ceiling, peers, po
 ingest, latency, backlog, isolation (bench/isolation.py: one bad endpoint beside good ones),
 pooler (dispatch and latency through PgBouncer in transaction mode, Debian's package);
 peers needs the bench extra (pip install -e '.[dev,bench]'), the others what dev installs.
-`python -m bench history --help`: the history-at-scale run, with its own flags.
+`python -m bench history --help`: the history-at-scale run, with its own flags;
+`python -m bench configs --help`: the many-configs run, with its own flags.
 """
 
 from service.patch import patch
@@ -161,6 +162,9 @@ def main() -> int:
     if sys.argv[1:2] == ["history"]:
         from bench import history
         return history.main(sys.argv[2:])
+    if sys.argv[1:2] == ["configs"]:
+        from bench import configs
+        return configs.main(sys.argv[2:])
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenarios", nargs="*", default=["all"],

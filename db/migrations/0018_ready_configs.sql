@@ -6,6 +6,14 @@
 -- nearly all idle, claims as fast as one with ten.
 ALTER TABLE config_health ADD COLUMN IF NOT EXISTS next_due_at timestamptz;
 
+-- A health row is now written twice by one claim (its counts, then its next due time), and
+-- PostgreSQL checks a foreign key again on any update of a row its own transaction wrote:
+-- the check share-locks the config's row, so a claim would wait for a deactivation or a
+-- replay holding that row, and deadlock with one waiting for the health row in turn.
+-- Configs are never deleted (a deletion marks them), and every config gets its health row
+-- from a trigger; the constraint guarded nothing these do not.
+ALTER TABLE config_health DROP CONSTRAINT IF EXISTS config_health_config_id_fkey;
+
 -- A statement trigger's changes to pending deliveries, reduced per config: the earliest due
 -- time a row took on by becoming pending (or due sooner), and whether a row that was pending
 -- left the pending set or became due later (then the config's next due time is looked up
