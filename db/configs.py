@@ -181,6 +181,15 @@ class ConfigFilter:
                 "pattern": pattern, "by_health": held}
 
 
+def by_ids(pool: ConnectionPool, ids: Sequence[str]) -> list[Config]:
+    """Return those of the configs `ids` that exist and were not deleted."""
+    if not ids:
+        return []
+    with pool.transaction() as db:
+        db.execute(QUERIES["get_configs"], {"ids": list(ids)})
+        return [Config.from_row(row) for row in as_dicts(db)]
+
+
 # Configs next to the cursor a listing looks at before it asks the filter's own index: enough
 # for a page whenever matches are common, few enough to cost a millisecond or two.
 WALK = 2_000

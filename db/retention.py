@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from db import replays
+from db import rates, replays
 from db.pool import ConnectionPool, transaction_on
 from db.sql import QUERIES
 
@@ -28,6 +28,7 @@ class Deleted:
     events: int = 0
     replay_requests: int = 0
     rejected_events: int = 0
+    attempt_counts: int = 0  # per-config attempt counts of periods past their window
     skipped: bool = False  # another worker held the lock
 
 
@@ -63,6 +64,8 @@ def run(
                                                  batch, pause)
             deleted.replay_requests = batches.rowcount("delete_expired_replay_requests",
                                                        {"age": replays.TTL})
+            deleted.attempt_counts = batches.delete("delete_expired_attempt_counts",
+                                                    rates.KEPT_SECONDS, batch, pause)
             if finished_age > 0:  # quarantined messages are failures: they keep as long
                 deleted.rejected_events = batches.delete(
                     "delete_expired_rejected_events", finished_age, batch, pause)

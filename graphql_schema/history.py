@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import strawberry
 
 from db.inspection import AttemptHistory as HistoryRows
+from db.rates import AttemptRate
 from graphql_schema.types import AttemptBucket, AttemptHistory, ConfigAttempts, OutcomeCount
 
 SUCCESS = "success"
@@ -22,6 +23,16 @@ def window_start(now: datetime, span: timedelta, bucket: timedelta) -> datetime:
     current = now.timestamp() // size * size
     buckets = max(1, int(span.total_seconds() // size))
     return datetime.fromtimestamp(current - (buckets - 1) * size, UTC)
+
+
+def config_totals(found: dict[str, AttemptRate],
+                  names: dict[str, str | None]) -> list[ConfigAttempts]:
+    """Return the configs with attempts among `found`, most attempts first."""
+    configs = [ConfigAttempts(config_id=strawberry.ID(id), config_name=names.get(id),
+                              attempts=rate.attempts, succeeded=rate.succeeded)
+               for id, rate in found.items() if rate.attempts]
+    configs.sort(key=lambda config: (-config.attempts, config.config_id))
+    return configs
 
 
 def summarise(rows: HistoryRows, *, since: datetime, bucket: timedelta,

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import strawberry
 
-from db import configs, health, inspection, rejected, stalls
+from db import configs, health, inspection, rates, rejected, stalls
 from db.errors import InvalidInput, NotFound
 from graphql_schema import arguments, cursors, filters, history
 from graphql_schema.connections import (
@@ -27,8 +27,10 @@ from graphql_schema.connections import (
 from graphql_schema.context import Info
 from graphql_schema.filters import ConfigFilter, DeliveryFilter
 from graphql_schema.types import (
+    MAX_RATE_HOURS,
     AttemptHistory,
     Config,
+    ConfigAttention,
     Delivery,
     DeliveryStatus,
     DeliverySummary,
@@ -39,10 +41,13 @@ from graphql_schema.types import (
     StalledPartition,
     Stats,
     StatusCount,
+    page_rates,
+    rate_window,
 )
 
 HISTORY_SCAN_LIMIT = 100_000  # newest attempts read by attemptHistory (≈ 0.3 s on 2 cores)
 MAX_HISTORY_HOURS = 7 * 24
+MAX_ATTENTION = 100  # configs configsNeedingAttention lists at most
 MAX_BUCKETS = 500
 
 
@@ -141,11 +146,12 @@ class Query:
         rows = configs.page(pool, limit=limit + 1, filter=checked, cursor=position,
                             backwards=backwards)
         healths = _health_of(info, rows[:limit])
+        rates_of_page = page_rates(pool, [row.id for row in rows[:limit]])
         return connection(
             ConfigConnection, ConfigEdge, rows, limit,
             lambda row: cursors.encode("configs", createdAt=row.created_at.isoformat(),
                                        id=row.id),
-            lambda row: Config.from_row(row, healths.get(row.id)),
+            lambda row: Config.from_row(row, healths.get(row.id), rates_of_page),
             from_cursor=position is not None, backwards=backwards,
             count=functools.cache(lambda: configs.count(pool, checked, bound=COUNT_BOUND)),
         )
@@ -184,11 +190,39 @@ class Query:
         bucket = timedelta(minutes=bucket_minutes)
         now = datetime.now(UTC)
         since = history.window_start(now, timedelta(hours=hours), bucket)
+        ids = arguments.texts([str(i) for i in config_ids or ()], "configIds")
+        pool = info.context.pool
         found = inspection.attempt_history(
-            info.context.pool, since=since, bucket_seconds=int(bucket.total_seconds()),
-            config_ids=arguments.texts([str(i) for i in config_ids or ()], "configIds"),
+            pool, since=since, bucket_seconds=int(bucket.total_seconds()), config_ids=ids,
             scan_limit=HISTORY_SCAN_LIMIT)
-        return history.summarise(found, since=since, bucket=bucket, until=now)
+        summary = history.summarise(found, since=since, bucket=bucket, until=now)
+        if ids:  # each asked-for config's totals exact, whatever the scan reached
+            names = {row.id: row.name for row in configs.by_ids(pool, ids)}
+            summary.configs = history.config_totals(rates.recent(pool, ids, since=since), names)
+        return summary
+
+    @strawberry.field(description=f"The active configs a person should look at first, at most "
+                                  f"`first` (1 to {MAX_ATTENTION}): circuits open or half-open, "
+                                  "then the "
+                                  f"most failed attempts in the last `hours` (1 to "
+                                  f"{MAX_RATE_HOURS}), then "
+                                  "paused ones. Reads only configs with a failure or a hold.")
+    def configs_needing_attention(self, info: Info, hours: int = 1,
+                                  first: int = 10) -> list[ConfigAttention]:
+        if not 1 <= hours <= MAX_RATE_HOURS:
+            raise InvalidInput(f"hours: must be between 1 and {MAX_RATE_HOURS}")
+        if not 1 <= first <= MAX_ATTENTION:
+            raise InvalidInput(f"first: must be between 1 and {MAX_ATTENTION}")
+        pool = info.context.pool
+        found = rates.needing_attention(pool, since=rate_window(hours), limit=first)
+        listed = {row.id: row for row in configs.by_ids(pool, [row.id for row in found])}
+        healths = health.of_configs(pool, list(listed)) if listed else {}
+        return [ConfigAttention(
+                    config=Config.from_row(listed[row.id], healths.get(row.id)),
+                    state=HealthState(row.state), failures=row.failures, attempts=row.attempts,
+                    last_failure=row.last_failure, last_failure_at=row.last_failure_at,
+                    reason=row.reason)
+                for row in found if row.id in listed]
 
     @strawberry.field(description="Who the caller is: the role of the token sent.")
     def me(self, info: Info) -> Me:

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import base64
-from datetime import datetime
+import functools
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from enum import Enum, StrEnum
 
 import strawberry
 from strawberry.scalars import JSON
 
 from db import health as health_rows
-from db import inspection
+from db import inspection, rates
 from db.configs import Config as ConfigRow
+from db.errors import InvalidInput
 from db.health import Health as HealthRow
+from db.rates import AttemptRate
 from db.rejected import RejectedEvent as RejectedRow
 from db.stalls import StalledPartition as StalledRow
 from db.vocabulary import Status
@@ -164,6 +168,21 @@ class Config:
         "Until when each rotated-out signing key still signs alongside the current one, "
         "newest first; only those that still do. The keys themselves are never shown."))
     health_row: strawberry.Private[HealthRow | None] = None
+    # hours → the rates of the configs listed with this one (loaded once for all of them)
+    rates_of_page: strawberry.Private[Callable[[int], dict[str, AttemptRate]] | None] = None
+
+    @strawberry.field(description=f"Attempts and successes of this config in the last `hours` "
+                                  f"(1 to {rates.MAX_HOURS}), counted in five-minute periods: "
+                                  "exact for every config, the window's first period counted "
+                                  "whole.")
+    def recent_attempts(self, info: Info, hours: int = 24) -> RecentAttempts:
+        if not 1 <= hours <= MAX_RATE_HOURS:
+            raise InvalidInput(f"hours: must be between 1 and {MAX_RATE_HOURS}")
+        if self.rates_of_page is not None:
+            found = self.rates_of_page(hours)[self.id]
+        else:
+            found = rates.recent(info.context.pool, [self.id], since=rate_window(hours))[self.id]
+        return RecentAttempts(hours=hours, attempts=found.attempts, succeeded=found.succeeded)
 
     @strawberry.field(description="Pause and circuit breaker state.")
     def health(self, info: Info) -> ConfigHealth:
@@ -186,12 +205,50 @@ class Config:
         return self.health_row
 
     @classmethod
-    def from_row(cls, row: ConfigRow, health: HealthRow | None = None) -> Config:
+    def from_row(cls, row: ConfigRow, health: HealthRow | None = None,
+                 rates_of_page: Callable[[int], dict[str, AttemptRate]] | None = None) -> Config:
         return cls(id=strawberry.ID(row.id), name=row.name, endpoint=row.endpoint,
                    event_types=list(row.event_types), active=row.active,
                    created_at=row.created_at, updated_at=row.updated_at,
                    previous_secrets_expire_at=list(row.previous_secrets_expire_at),
-                   health_row=health)
+                   health_row=health, rates_of_page=rates_of_page)
+
+
+@strawberry.type(description="A config's attempts over a recent window.")
+class RecentAttempts:
+    hours: int
+    attempts: int
+    succeeded: int
+
+    @strawberry.field(description="succeeded / attempts; null without attempts.")
+    def success_rate(self) -> float | None:
+        return self.succeeded / self.attempts if self.attempts else None
+
+
+MAX_RATE_HOURS = rates.MAX_HOURS  # the counts of older periods are deleted
+
+
+def rate_window(hours: int) -> datetime:
+    """Return the start of a window of the last `hours`."""
+    return datetime.now(UTC) - timedelta(hours=hours)
+
+
+def page_rates(pool, config_ids: list[str]) -> Callable[[int], dict[str, AttemptRate]]:
+    """Return a loader of the rates of a page of configs, one query per window asked for."""
+    return functools.cache(lambda hours: rates.recent(pool, config_ids,
+                                                      since=rate_window(hours)))
+
+
+@strawberry.type(description="A config a person should look at, and why.")
+class ConfigAttention:
+    config: Config
+    state: HealthState
+    failures: int = strawberry.field(description="Failed attempts in the window (all that "
+                                                 "did not succeed).")
+    attempts: int = strawberry.field(description="Attempts in the window.")
+    last_failure: str | None
+    last_failure_at: datetime | None
+    reason: str | None = strawberry.field(description="Why its health last changed.")
 
 
 @strawberry.type(description="A broker message that could not become an event.")
@@ -288,7 +345,10 @@ class AttemptHistory:
     bucket_seconds: int
     buckets: list[AttemptBucket] = strawberry.field(description="Oldest first, every bucket "
                                                                 "of the window, empty ones too.")
-    configs: list[ConfigAttempts] = strawberry.field(description="Most attempts first.")
+    configs: list[ConfigAttempts] = strawberry.field(description=(
+        "Most attempts first. With `configIds`, each of those configs' totals are exact "
+        "(counted in five-minute periods, the window's first counted whole); without, they "
+        "come from the attempts read, as the buckets do."))
     complete: bool = strawberry.field(
         description="False when only the newest attempts were read (the scan is bounded) and "
                     "they do not reach back to `since`: older buckets then count too few.")

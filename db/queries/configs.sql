@@ -13,6 +13,12 @@ SELECT id, name, endpoint, event_types, active, created_at, updated_at, deleted_
 FROM configs
 WHERE id = %(id)s AND deleted_at IS NULL
 
+-- get_configs --
+-- Return the given configs that have not been deleted
+SELECT /* include config_columns */
+FROM configs c
+WHERE c.id = ANY (%(ids)s::text[]) AND c.deleted_at IS NULL
+
 -- config_filter --
 -- The conditions of a configs filter on configs as `c` (included by the statements below): active flag, health state, a piece of the name or endpoint (or the exact id); psycopg2 inlines the values, so the planner drops the unused conditions and picks the matching index
 c.deleted_at IS NULL

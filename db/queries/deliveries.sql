@@ -49,14 +49,19 @@ WITH health AS MATERIALIZED (
                         * CASE WHEN h.max_in_flight IS NULL THEN %(cap)s::integer
                                ELSE least(h.max_in_flight, %(capacity)s::integer) END) AS room
     ) r
-    -- The ready set, through its index: configs a claim could take something of now (due
-    -- work, the rate's slot, an open circuit's probe time). Idle, paused and open configs
-    -- waiting for their probe are never read.
-    WHERE config_ready_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at) <= now()
+    -- The ready set, walked in turn order through its index: configs a claim could take
+    -- something of now (due work, the rate's slot, an open circuit's probe time), the one
+    -- waiting longest since it was served or became ready first. The walk stops after
+    -- `limit` configs: idle, paused and not-yet-due configs are never read, and the ready
+    -- ones behind the first `limit` neither.
+    WHERE config_turn_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at,
+                         h.served_at) <= now()
+      AND config_ready_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at) <= now()
       AND h.next_due_at IS NOT NULL AND h.paused_at IS NULL AND h.circuit <> 'half_open'
       AND h.in_flight < config_cap(h, %(cap)s::integer, %(ramp)s::float8)
       AND r.room > 0
-    ORDER BY h.served_at NULLS FIRST
+    ORDER BY config_turn_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at,
+                            h.served_at)
     LIMIT %(limit)s::integer
 ),
 due AS MATERIALIZED (
@@ -241,7 +246,21 @@ settle_input AS (
     FROM moved m
     JOIN results r ON r.delivery_id = m.id AND r.claim_token = m.claim_token
 ),
-/* include settle_steps */
+/* include settle_steps */,
+attempts_counted AS (
+    -- Each config's attempts and successes of this period, for exact per-config rates.
+    -- Counted once its health row is locked (the IN reads all of `settled` first): that
+    -- lock orders every count of one config, so two records never wait on each other here.
+    INSERT INTO config_attempt_counts AS t (config_id, period_start, attempts, succeeded)
+    SELECT s.config_id, attempt_period(now()), count(*),
+           count(*) FILTER (WHERE s.verdict = 'success')
+    FROM settle_input s
+    WHERE s.config_id IN (SELECT config_id FROM settled)
+    GROUP BY s.config_id
+    ORDER BY s.config_id
+    ON CONFLICT (config_id, period_start) DO UPDATE
+    SET attempts = t.attempts + excluded.attempts, succeeded = t.succeeded + excluded.succeeded
+)
 SELECT 'moved' AS kind, id, claim_token, status, next_attempt_at,
        NULL AS config_id, NULL AS source, NULL AS target, NULL AS reason,
        NULL::integer AS consecutive_failures, NULL::timestamptz AS next_probe_at,

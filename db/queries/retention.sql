@@ -84,3 +84,15 @@ SELECT pg_advisory_unlock(7245102)
 -- try_retention_lock_for_transaction --
 -- Take the retention lock until the current transaction ends, if no other worker holds it
 SELECT pg_try_advisory_xact_lock(7245102)
+
+-- delete_expired_attempt_counts --
+-- Delete a bounded batch of per-config attempt counts of periods older than the age
+WITH doomed AS (
+    SELECT config_id, period_start
+    FROM config_attempt_counts
+    WHERE period_start < now() - make_interval(secs => %(age)s)
+    LIMIT %(limit)s
+)
+DELETE FROM config_attempt_counts t
+USING doomed
+WHERE t.config_id = doomed.config_id AND t.period_start = doomed.period_start

@@ -43,5 +43,6 @@ def apply_retention(pool: ConnectionPool, settings, telemetry: Telemetry, *,
             deleted.finished, "deleted_events": deleted.events,
             "deleted_replay_requests": deleted.replay_requests,
             "deleted_rejected_events": deleted.rejected_events,
+            "deleted_attempt_counts": deleted.attempt_counts,
         })
     return deleted

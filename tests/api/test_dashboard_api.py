@@ -175,8 +175,10 @@ def test_attempt_history_counts_outcomes_per_bucket_and_per_config(api, make):
     assert sum(bucket["attempts"] for bucket in history["buckets"]) == 3
     assert [(c["configName"], c["attempts"], c["succeeded"]) for c in history["configs"]] == \
         [("a", 2, 1), ("b", 1, 0)]
+    # With configIds, per-config totals come from the counts the record statement keeps
+    # (rows staged by hand, as here, are not in them): tests/api/test_config_rates.py.
     only_b = api.data(HISTORY, {"configIds": [b.id]})["attemptHistory"]
-    assert [c["configName"] for c in only_b["configs"]] == ["b"]
+    assert sum(bucket["attempts"] for bucket in only_b["buckets"]) == 1
 
 
 def test_attempt_history_says_when_its_bounded_scan_stops_short(pool, make):

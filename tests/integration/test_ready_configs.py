@@ -171,8 +171,47 @@ def test_a_claim_reads_no_health_row_of_an_idle_paused_or_open_config(make):
         read = (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
         # The ready set holds the busy config alone; the rest are look-ups of that one by id.
         assert read == 1, json.dumps(node)
-    assert any(n.get("Index Name") == "config_health_ready" for n in scans), json.dumps(plan)
+    assert any(n.get("Index Name") == "config_health_turns" for n in scans), json.dumps(plan)
     assert any(n.get("Index Name") == "config_health_ready" for n in wait_scans)
+
+
+def _claim_plan(make, limit: int) -> dict:
+    params = {"limit": limit, "owner": "w", "cap": RULES.cap, "ramp": RULES.ramp,
+              "rate_burst": health.RATE_BURST, "capacity": 50, "hold": 3,
+              "room_ids": [], "rooms": [], "token": "00000000-0000-0000-0000-000000000002"}
+    connection = psycopg2.connect(make.pool.dsn)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + cursor.mogrify(
+                QUERIES["claim_due_deliveries"], params).decode())
+            (plan,) = cursor.fetchone()[0]
+        connection.rollback()
+    finally:
+        connection.close()
+    return plan["Plan"]
+
+
+def test_claims_walk_the_ready_configs_round_robin_and_read_only_those_they_take(make):
+    """Three hundred configs with something due: a claim of ten reads the turns of ten
+    configs, not three hundred; thirty such claims serve every config once, none twice."""
+    with make.pool.transaction() as cursor:
+        cursor.execute(
+            "INSERT INTO configs (id, name, endpoint, secret, event_types, active) "
+            "SELECT 'ready-' || n, 'ready ' || n, 'http://127.0.0.1:9/', 'whsec_x', "
+            "ARRAY['ready'], true FROM generate_series(1, 300) n")
+    for _ in range(2):
+        make.event(type="ready")
+    with make.pool.transaction() as cursor:
+        cursor.execute("ANALYZE config_health")
+    turns = [n for n in _health_scans(_claim_plan(make, 10))
+             if n.get("Index Name") == "config_health_turns"]
+    assert turns and all(n["Actual Rows"] + n.get("Rows Removed by Filter", 0) <= 10
+                         for n in turns), json.dumps(turns)
+    served = []
+    for _ in range(30):
+        claimed = claim(make, limit=10)
+        served += sorted({c.config_id for c in claimed})
+    assert len(served) == len(set(served)) == 300  # a round: each config once
 
 
 def _health_scans(node: dict):

@@ -1,0 +1,65 @@
+"""Each config's attempts and successes over a recent window, counted in five-minute periods
+by the statement that records attempts: exact per config at any number of configs, and the
+configs that need a person first."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime
+
+from db.pool import ConnectionPool
+from db.rows import as_dicts, as_type
+from db.sql import QUERIES
+
+PERIOD_SECONDS = 300  # the counting period: a window's first period counts whole
+MAX_HOURS = 48  # the longest window asked for
+KEPT_SECONDS = MAX_HOURS * 3600 + PERIOD_SECONDS  # counts older than this are deleted
+
+
+@dataclass(frozen=True)
+class AttemptRate:
+    attempts: int
+    succeeded: int
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.succeeded / self.attempts if self.attempts else None
+
+
+NO_ATTEMPTS = AttemptRate(attempts=0, succeeded=0)
+
+
+@dataclass(frozen=True)
+class Attention:
+    """A config a person should look at, and why."""
+
+    id: str
+    name: str | None
+    endpoint: str
+    state: str
+    last_failure: str | None
+    last_failure_at: datetime | None
+    reason: str | None
+    failures: int
+    attempts: int
+
+
+def recent(pool: ConnectionPool, config_ids: Collection[str], *,
+           since: datetime) -> dict[str, AttemptRate]:
+    """Return the attempts and successes of each of `config_ids` since `since` (no attempts:
+    NO_ATTEMPTS)."""
+    if not config_ids:
+        return {}
+    with pool.transaction() as db:
+        db.execute(QUERIES["config_attempt_rates"], {"ids": list(config_ids), "since": since})
+        found = {row["config_id"]: as_type(AttemptRate, row) for row in as_dicts(db)}
+    return {id: found.get(id, NO_ATTEMPTS) for id in config_ids}
+
+
+def needing_attention(pool: ConnectionPool, *, since: datetime, limit: int) -> list[Attention]:
+    """Return up to `limit` active configs to look at first: open or half-open circuits, then
+    the most failed attempts since `since`, then paused ones."""
+    with pool.transaction() as db:
+        db.execute(QUERIES["configs_needing_attention"], {"since": since, "limit": limit})
+        return [as_type(Attention, row) for row in as_dicts(db)]
