@@ -13,10 +13,8 @@ from service.runtime.settings import Settings
 LIST = """query ($filter: ConfigFilter) {
   configs(filter: $filter, first: 1000) {
     edges { node { id name endpoint eventTypes active createdAt
-                   health { state consecutiveFailures lastFailure pausedAt reason } } }
-  }
-  attemptHistory(hours: 24, bucketMinutes: 60) {
-    configs { configId attempts successRate }
+                   health { state consecutiveFailures lastFailure pausedAt reason }
+                   recentAttempts(hours: 24) { attempts successRate } } }
   }
 }"""
 CHANGES = {
@@ -62,11 +60,11 @@ def _list(api: LocalApi, args: argparse.Namespace) -> int:
     if args.json:
         print_json(configs)
         return EXIT_OK
-    rates = {c["configId"]: c for c in data["attemptHistory"]["configs"]}
     print_table(["ID", "NAME", "STATE", "HEALTH", "ATTEMPTS 24H", "SUCCESS", "LAST FAILURE"],
                 [[c["id"], c["name"], "active" if c["active"] else "inactive",
-                  c["health"]["state"].lower(), rates.get(c["id"], {}).get("attempts", 0),
-                  f"{rates[c['id']]['successRate']:.1%}" if c["id"] in rates else None,
+                  c["health"]["state"].lower(), c["recentAttempts"]["attempts"],
+                  None if c["recentAttempts"]["successRate"] is None
+                  else f"{c['recentAttempts']['successRate']:.1%}",
                   c["health"]["lastFailure"]] for c in configs])
     return EXIT_OK
 

@@ -185,6 +185,10 @@ def test_stats_and_configs_list(capsys, database_url, staged, make):
     code, out, _ = run(capsys, database_url, "configs", "list")
     assert code == 0
     assert "orders" in out and "inactive" in out
+    code, out, _ = run(capsys, database_url, "configs", "list", "--search", "ORD", "--json")
+    assert code == 0
+    assert [c["name"] for c in json.loads(out)] == ["orders"]
+    assert json.loads(out)[0]["recentAttempts"] == {"attempts": 0, "successRate": None}
 
 
 def test_an_unreachable_database_exits_3(capsys):

@@ -2,6 +2,7 @@
 // chart, edit form and the operator's actions (rotate secret, activate, deactivate, delete).
 
 import { describe, gql, viewer } from "../api.js";
+import { rememberConfigs } from "../picker.js";
 import {
   ask, attemptChart, badge, failure, h, heading, loading, notify, number, percent, startPage, table,
   time,
@@ -10,12 +11,16 @@ import {
 const CONFIG_FIELDS = `id name endpoint eventTypes active createdAt updatedAt
   health { state consecutiveFailures openedAt nextProbeAt lastFailure pausedAt reason }`;
 
-const CONFIGS = `query Configs($health: HealthState) {
-  configs(first: 500, health: $health) { edges { node { ${CONFIG_FIELDS} } } pageInfo { hasNextPage } }
-  attemptHistory(hours: 24, bucketMinutes: 60) {
-    configs { configId attempts succeeded successRate }
+const CONFIGS = `query Configs($filter: ConfigFilter, $first: Int, $after: String, $last: Int,
+    $before: String) {
+  configs(filter: $filter, first: $first, after: $after, last: $last, before: $before) {
+    totalCount totalCountIsExact
+    edges { node { ${CONFIG_FIELDS} recentAttempts(hours: 24) { attempts successRate } } }
+    pageInfo { hasNextPage endCursor hasPreviousPage startCursor }
   }
 }`;
+const PAGE = 50;
+const SEARCH_DELAY_MS = 250; // typing pauses this long before the list follows
 
 const CONFIG = `query Config($id: ID!, $ids: [ID!]) {
   config(id: $id) { ${CONFIG_FIELDS} }
@@ -57,14 +62,40 @@ function health(config) {
   return badge(config.health.state);
 }
 
+/** The address of the configs list with `changes` made to its query (a new filter starts
+ * at the first page). */
+function listLink(query, changes) {
+  const next = new URLSearchParams(query);
+  for (const name of ["cursor_after", "cursor_before"]) next.delete(name);
+  for (const [name, value] of Object.entries(changes)) {
+    if (value) next.set(name, value); else next.delete(name);
+  }
+  const text = next.toString();
+  return text ? `#/configs?${text}` : "#/configs";
+}
+
 function healthFilter(query) {
   const select = h("select", { id: "health-filter", "aria-label": "Health",
-    onchange: () => { location.hash = select.value ? `#/configs?health=${select.value}`
-      : "#/configs"; } },
+    onchange: () => { location.hash = listLink(query, { health: select.value }); } },
   h("option", { value: "" }, "any health"),
   HEALTH_STATES.map((s) => h("option", { value: s, selected: query.get("health") === s },
     s.toLowerCase().replace("_", " "))));
   return select;
+}
+
+/** A search box that follows the typing: the list below is replaced as the words change. */
+function searchBox(query) {
+  let timer;
+  const input = h("input", { id: "config-search", type: "search", autocomplete: "off",
+    "aria-label": "Search configs by name or endpoint", value: query.get("search") || "",
+    placeholder: "search name or endpoint…" });
+  input.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      location.hash = listLink(query, { search: input.value.trim() });
+    }, SEARCH_DELAY_MS);
+  });
+  return input;
 }
 
 function healthText(health) {
@@ -89,34 +120,59 @@ export async function configsPage({ query }) {
   const show = startPage();
   const create = viewer.canMutate
     ? h("a", { class: "button", href: "#/configs/new" }, "New config") : null;
-  show(heading("Configs", create), loading());
+  const tools = () => h("div", { class: "toolbar", role: "search" }, healthFilter(query),
+    searchBox(query));
+  const typing = document.activeElement?.id === "config-search";
+  const keepTyping = () => { // the list follows the typing; the cursor stays in the box
+    if (!typing) return;
+    const input = document.getElementById("config-search");
+    input.focus();
+    input.setSelectionRange(input.value.length, input.value.length);
+  };
+  show(heading("Configs", create), tools(), loading());
+  keepTyping();
+  const backwards = Boolean(query.get("cursor_before"));
+  const filter = Object.fromEntries(Object.entries({
+    search: query.get("search") || null, health: query.get("health") || null,
+  }).filter(([, value]) => value !== null));
   let data;
   try {
-    data = await gql(CONFIGS, { health: query.get("health") || null });
+    data = await gql(CONFIGS, { filter, first: backwards ? null : PAGE,
+      after: query.get("cursor_after"), last: backwards ? PAGE : null,
+      before: query.get("cursor_before") });
   } catch (error) {
-    show(heading("Configs", create), failure(error));
+    show(heading("Configs", create), tools(), failure(error));
+    keepTyping();
     return;
   }
-  const rates = Object.fromEntries(data.attemptHistory.configs.map((c) => [c.configId, c]));
+  const { configs } = data;
+  rememberConfigs(configs.edges.map(({ node }) => node));
+  const page = configs.pageInfo;
+  const total = `${configs.totalCountIsExact ? "" : "about "}${number(configs.totalCount)} ` +
+    (Object.keys(filter).length ? "matching" : "configs");
   show(
-    heading("Configs", create, healthFilter(query)),
-    table(["Name", "Endpoint", "Event types", "State", "Health", "Last failure",
-      "Attempts (24 h)", "Success rate"],
-      data.configs.edges.map(({ node }) => {
-        const rate = rates[node.id];
-        return h("tr", {},
-          h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(node.id)}` },
-            node.name || node.id)),
-          h("td", { class: "wrap" }, node.endpoint),
-          h("td", {}, node.eventTypes.join(", ")),
-          h("td", {}, state(node)),
-          h("td", {}, health(node)),
-          h("td", { class: "wrap" }, node.health.lastFailure || "—"),
-          h("td", { class: "num" }, rate ? number(rate.attempts) : "0"),
-          h("td", { class: "num" }, rate ? percent(rate.successRate) : "—"));
-      })),
-    data.configs.pageInfo.hasNextPage
-      ? h("p", { class: "muted" }, "Only the newest 500 configs are listed.") : null);
+    heading("Configs", create, h("span", { class: "muted", id: "total" }, total)),
+    tools(),
+    table(["Name", "Endpoint", "State", "Health", "Last failure", "Attempts (24 h)",
+      "Success rate"],
+    configs.edges.map(({ node }) => {
+      const rate = node.recentAttempts;
+      return h("tr", {},
+        h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(node.id)}`, title: node.id },
+          node.name || node.id)),
+        h("td", { class: "wrap" }, node.endpoint),
+        h("td", {}, state(node)),
+        h("td", {}, health(node)),
+        h("td", { class: "wrap" }, node.health.lastFailure || "—"),
+        h("td", { class: "num" }, number(rate.attempts)),
+        h("td", { class: "num" }, percent(rate.successRate)));
+    })),
+    h("nav", { class: "pager", "aria-label": "Pages" },
+      page.hasPreviousPage ? h("a", { class: "button secondary", rel: "prev",
+        href: listLink(query, { cursor_before: page.startCursor }) }, "← Previous") : null,
+      page.hasNextPage ? h("a", { class: "button secondary", rel: "next",
+        href: listLink(query, { cursor_after: page.endCursor }) }, "Next →") : null));
+  keepTyping();
 }
 
 // The secret of a config just created, shown once on the config's page, then forgotten.

@@ -2,6 +2,7 @@
 // ways, the two orders, and the bulk replay of a filter with a dry run first.
 
 import { describe, gql, newKey, viewer } from "../api.js";
+import { configPicker, rememberConfigs } from "../picker.js";
 import {
   ask, badge, failure, h, heading, loading, notify, number, relative, startPage, table, time,
 } from "../ui.js";
@@ -17,7 +18,6 @@ const LIST = `query Deliveries($filter: DeliveryFilter, $first: Int, $after: Str
                    replayGeneration nextAttemptAt lastStatusCode createdAt } }
     pageInfo { hasNextPage endCursor hasPreviousPage startCursor }
   }
-  configs(first: 500) { edges { node { id name } } }
 }`;
 
 const REPLAY_FIELDS = `replayed expedited skipped { deliveryId reason } hasMore nextCursor
@@ -60,8 +60,7 @@ function localInput(value) {
   return new Date(date - date.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
 }
 
-function filterForm(query, configs) {
-  const selected = new Set(list(query, "config") || []);
+function filterForm(query) {
   const statuses = new Set(list(query, "status") || []);
   const field = (id, label, input) => h("div", { class: "field" },
     h("label", { for: id }, label), input);
@@ -88,9 +87,7 @@ function filterForm(query, configs) {
       h("input", { type: "checkbox", name: "status", value: status,
         checked: statuses.has(status) }), status.toLowerCase()))),
   field("filter-config", "Configs",
-    h("select", { id: "filter-config", name: "config", multiple: true, size: 3 },
-      configs.map((c) => h("option", { value: c.id, selected: selected.has(c.id) },
-        c.name || c.id)))),
+    configPicker({ id: "filter-config", name: "config", selected: list(query, "config") || [] })),
   field("filter-type", "Event types", h("input", { id: "filter-type", name: "type",
     value: query.get("type") || "", placeholder: "order.paid, …" })),
   field("filter-event", "Event id", h("input", { id: "filter-event", name: "event",
@@ -219,7 +216,9 @@ export async function deliveriesPage({ query }) {
       h("p", {}, h("a", { href: "#/deliveries" }, "Clear the filters")));
     return;
   }
-  const { deliveries, configs } = data;
+  const { deliveries } = data;
+  rememberConfigs(deliveries.edges.map(({ node }) => ({ id: node.configId,
+    name: node.configName })));
   const page = deliveries.pageInfo;
   const total = `${deliveries.totalCountIsExact ? "" : "about "}` +
     `${number(deliveries.totalCount)} matching` +
@@ -228,15 +227,15 @@ export async function deliveriesPage({ query }) {
   show(
     heading("Deliveries", h("span", { class: "muted", id: "total" }, total)),
     h("details", { class: "card", open: true },
-      h("summary", {}, "Filters"), filterForm(query, configs.edges.map((e) => e.node))),
+      h("summary", {}, "Filters"), filterForm(query)),
     table(["Id", "Status", "Event type", "Config", "Attempts", "Last code",
       due ? "Next attempt" : "Created"],
     deliveries.edges.map(({ node }) => h("tr", {},
       h("td", {}, h("a", { href: `#/deliveries/${node.id}` }, node.id)),
       h("td", {}, badge(node.status)),
       h("td", {}, node.eventType),
-      h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(node.configId)}` },
-        node.configName || node.configId)),
+      h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(node.configId)}`,
+        title: node.configId }, node.configName || node.configId)),
       h("td", { class: "num" }, node.replayGeneration
         ? `${node.attemptCount} (gen ${node.replayGeneration})` : String(node.attemptCount)),
       h("td", { class: "num" }, node.lastStatusCode ?? "—"),

@@ -1,8 +1,9 @@
-// Overview: counts by status, queue depth, backlog age, rejected messages, attempts chart.
+// Overview: the configs that need a person first, then counts by status, queue depth, backlog
+// age, rejected messages and the attempts chart.
 
 import { gql } from "../api.js";
 import {
-  attemptChart, badge, duration, failure, h, heading, loading, number, percent, startPage, table,
+  attemptChart, badge, duration, failure, h, heading, loading, number, relative, startPage, table,
 } from "../ui.js";
 
 const OVERVIEW = `query Overview {
@@ -10,7 +11,9 @@ const OVERVIEW = `query Overview {
   attemptHistory(hours: 24, bucketMinutes: 60) {
     since bucketSeconds complete
     buckets { start attempts succeeded outcomes { outcome count } }
-    configs { configId configName attempts succeeded successRate }
+  }
+  configsNeedingAttention(hours: 1, first: 10) {
+    config { id name endpoint } state failures attempts lastFailure lastFailureAt reason
   }
 }`;
 
@@ -29,12 +32,28 @@ export async function overviewPage() {
     show(heading("Overview"), failure(error));
     return;
   }
-  const { stats, attemptHistory: history } = data;
+  const { stats, attemptHistory: history, configsNeedingAttention: attention } = data;
   const cards = stats.byStatus.map((s) => card(
     s.status.toLowerCase(), number(s.count), `#/deliveries?status=${s.status}`));
   const due = stats.oldestDueAgeSeconds;
   show(
     heading("Overview"),
+    h("section", { "aria-label": "Configs that need a person" },
+      h("h2", {}, "Needs a look"),
+      attention.length ? table(["Config", "Health", "Failed (1 h)", "Attempts (1 h)",
+        "Last failure"],
+      attention.map((a) => h("tr", {},
+        h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(a.config.id)}`,
+          title: a.config.id }, a.config.name || a.config.id)),
+        h("td", {}, badge(a.state), a.reason ? h("span", { class: "muted" }, ` ${a.reason}`)
+          : null),
+        h("td", { class: "num" }, number(a.failures)),
+        h("td", { class: "num" }, number(a.attempts)),
+        h("td", { class: "wrap" }, a.lastFailure || "—",
+          a.lastFailureAt ? h("span", { class: "muted" }, " · ", relative(a.lastFailureAt))
+            : null))))
+        : h("p", { class: "muted", id: "all-well" }, "No open circuit, no failed attempt in " +
+          "the last hour, nothing paused.")),
     h("section", { class: "stats", "aria-label": "Deliveries by status" }, cards),
     h("section", { class: "stats", "aria-label": "Queue" },
       card("queue depth", number(stats.queueDepth),
@@ -44,16 +63,6 @@ export async function overviewPage() {
     h("section", {},
       h("h2", {}, "Attempts, last 24 hours"),
       attemptChart(history)),
-    h("section", {},
-      h("h2", {}, "By config, last 24 hours"),
-      table(["Config", "Attempts", "Succeeded", "Success rate"],
-        history.configs.map((c) => h("tr", {},
-          h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(c.configId)}` },
-            c.configName || c.configId)),
-          h("td", { class: "num" }, number(c.attempts)),
-          h("td", { class: "num" }, number(c.succeeded)),
-          h("td", { class: "num" }, c.successRate !== null && c.successRate < 0.9
-            ? h("span", { class: "bad" }, percent(c.successRate)) : percent(c.successRate)))))),
     h("p", { class: "muted" }, "Counts stop at 1,000,000. ",
       badge("failed"), " deliveries need a look; replay them from their page or in bulk."));
 }
