@@ -37,6 +37,7 @@ from tests.support.database import fresh_database, sql
 from tests.support.postgres import temporary_postgres
 from tests.support.processes import ROOT, machine
 
+PARTS = ("dispatch", "latency", "hot", "fan-out", "api")
 BASELINE = 10  # configs of the comparison runs
 FAN_OUT = 10_000  # configs one fan-out event reaches
 CONCURRENCY = "50"  # WEBHOOKS_DISPATCH_CONCURRENCY of every worker
@@ -73,10 +74,11 @@ TARGETS = (
 def run(options: argparse.Namespace, progress) -> dict:
     results: dict = {"options": {k: str(v) for k, v in vars(options).items()},
                      "machine": machine(), "dispatch": {}, "latency": {}}
+    parts = set(options.parts)
     with temporary_postgres(fast_unsafe=options.fast_unsafe) as pg:
         _statement_stats(pg)
         with env.receiver() as url:
-            for workers in options.workers:
+            for workers in options.workers if "dispatch" in parts else ():
                 progress(f"dispatch over {BASELINE} configs, {workers} worker(s) ...")
                 results["dispatch"][f"{BASELINE}_{workers}"] = _dispatch(
                     pg, url, BASELINE, workers, options, idle=False)
@@ -84,19 +86,23 @@ def run(options: argparse.Namespace, progress) -> dict:
                     progress(f"dispatch over {size:,} configs, {workers} worker(s) ...")
                     results["dispatch"][f"{size}_{workers}"] = _dispatch(
                         pg, url, size, workers, options)
-            progress("latency with no other config ...")
-            results["latency"]["0"] = _latency(pg, 0, options)
-            for size in options.sizes:
-                progress(f"latency beside {size:,} configs ...")
-                results["latency"][str(size)] = _latency(pg, size, options)
-            progress("four workers on one config, then over ten ...")
-            results["hot"] = {"one": _dispatch(pg, url, 1, 4, options, idle=False),
-                              "ten": _dispatch(pg, url, BASELINE, 4, options, idle=False)}
-            progress(f"fan-out to {options.fan_out:,} configs ...")
-            results["fan_out"] = _fan_out(pg, url, options)
-        largest = max(options.sizes)
-        progress(f"the configs API at {largest:,} configs ...")
-        results["api"] = _api(pg, largest, options)
+            if "latency" in parts:
+                progress("latency with no other config ...")
+                results["latency"]["0"] = _latency(pg, 0, options)
+                for size in options.sizes:
+                    progress(f"latency beside {size:,} configs ...")
+                    results["latency"][str(size)] = _latency(pg, size, options)
+            if "hot" in parts:
+                progress("four workers on one config, then over ten ...")
+                results["hot"] = {"one": _dispatch(pg, url, 1, 4, options, idle=False),
+                                  "ten": _dispatch(pg, url, BASELINE, 4, options, idle=False)}
+            if "fan-out" in parts:
+                progress(f"fan-out to {options.fan_out:,} configs ...")
+                results["fan_out"] = _fan_out(pg, url, options)
+        if "api" in parts:
+            largest = max(options.sizes)
+            progress(f"the configs API at {largest:,} configs ...")
+            results["api"] = _api(pg, largest, options)
     results["ratios"] = _ratios(results, options)
     results["targets"] = env.checked_targets(
         [(name, key, comparison, target) for name, key, comparison, target in TARGETS],
@@ -255,23 +261,27 @@ def _viewer_token(dsn: str) -> str:
 def _ratios(results: dict, options: argparse.Namespace) -> dict:
     dispatch, latency = results["dispatch"], results["latency"]
     ratios: dict = {}
-    for workers in options.workers:
+    for key, row in dispatch.items():
+        size, workers = key.split("_")
         base = dispatch[f"{BASELINE}_{workers}"]["per_second"]
-        for size in options.sizes:
-            rate = dispatch[f"{size}_{workers}"]["per_second"]
+        if int(size) != BASELINE:
             ratios[f"dispatch_{size}_{workers}_vs_{BASELINE}"] = (
-                round(rate / base, 3) if base else None)
+                round(row["per_second"] / base, 3) if base else None)
     ratios["worst_dispatch_ratio"] = min(
         (v for k, v in ratios.items() if k.startswith("dispatch_") and v is not None),
         default=None)
-    none = latency["0"]
-    sized = [latency[str(size)] for size in options.sizes]
-    ratios["worst_latency_p99_ms"] = max(r["p99_ms"] for r in sized)
-    ratios["worst_latency_p50_ratio"] = (
-        round(max(r["p50_ms"] for r in sized) / none["p50_ms"], 3) if none["p50_ms"] else None)
-    one, ten = results["hot"]["one"]["per_second"], results["hot"]["ten"]["per_second"]
-    ratios["hot_ratio"] = round(one / ten, 3) if ten else None
-    ratios["api_worst_p99_ms"] = max(c["p99_ms"] for c in results["api"]["calls"].values())
+    if latency:
+        none = latency["0"]
+        sized = [latency[str(size)] for size in options.sizes]
+        ratios["worst_latency_p99_ms"] = max(r["p99_ms"] for r in sized)
+        ratios["worst_latency_p50_ratio"] = (
+            round(max(r["p50_ms"] for r in sized) / none["p50_ms"], 3)
+            if none["p50_ms"] else None)
+    if "hot" in results:
+        one, ten = results["hot"]["one"]["per_second"], results["hot"]["ten"]["per_second"]
+        ratios["hot_ratio"] = round(one / ten, 3) if ten else None
+    if "api" in results:
+        ratios["api_worst_p99_ms"] = max(c["p99_ms"] for c in results["api"]["calls"].values())
     return ratios
 
 
@@ -282,25 +292,39 @@ def table(results: dict) -> str:
         ratio = results["ratios"].get(f"dispatch_{size}_{workers}_vs_{BASELINE}", "")
         lines.append(f"{int(size):>9,} configs, {workers} worker(s) {row['per_second']:>9} "
                      f"{ratio!s:>7} {row['claim_ms_per_delivery']!s:>18}")
-    lines.append(f"\n{'latency (quiet config)':<28} {'p50 ms':>9} {'p99 ms':>9}")
-    for size, row in results["latency"].items():
-        lines.append(f"{int(size):>9,} other configs {'':<4} {row['p50_ms']:>9} "
-                     f"{row['p99_ms']:>9}")
-    hot = results["hot"]
-    lines.append(f"\nfour workers: one config {hot['one']['per_second']}/s, ten configs "
-                 f"{hot['ten']['per_second']}/s, ratio {results['ratios']['hot_ratio']}")
-    fan = results["fan_out"]
-    lines.append(f"fan-out to {fan['configs']:,} configs: p50 {fan['p50_ms']} ms, max "
-                 f"{fan['max_ms']} ms per event ({fan['deliveries_per_second']:,} deliveries/s)")
-    lines.append(f"\nconfigs API at {results['api']['configs']:,} configs {'p50 ms':>9} "
-                 f"{'p99 ms':>9}")
-    for name, row in results["api"]["calls"].items():
-        lines.append(f"  {name:<34} {row['p50_ms']:>9} {row['p99_ms']:>9}")
+    if results["latency"]:
+        lines.append(f"\n{'latency (quiet config)':<28} {'p50 ms':>9} {'p99 ms':>9}")
+        for size, row in results["latency"].items():
+            lines.append(f"{int(size):>9,} other configs {'':<4} {row['p50_ms']:>9} "
+                         f"{row['p99_ms']:>9}")
+    if "hot" in results:
+        hot = results["hot"]
+        lines.append(f"\nfour workers: one config {hot['one']['per_second']}/s, ten configs "
+                     f"{hot['ten']['per_second']}/s, ratio {results['ratios']['hot_ratio']}")
+    if "fan_out" in results:
+        fan = results["fan_out"]
+        lines.append(f"fan-out to {fan['configs']:,} configs: p50 {fan['p50_ms']} ms, max "
+                     f"{fan['max_ms']} ms per event "
+                     f"({fan['deliveries_per_second']:,} deliveries/s)")
+    if "api" in results:
+        lines.append(f"\nconfigs API at {results['api']['configs']:,} configs {'p50 ms':>9} "
+                     f"{'p99 ms':>9}")
+        for name, row in results["api"]["calls"].items():
+            lines.append(f"  {name:<34} {row['p50_ms']:>9} {row['p99_ms']:>9}")
     lines.append("")
     for target in results["targets"]:
         lines.append(f"{'met ' if target['met'] else 'MISSED'} {target['target']}: "
                      f"{target['value']}")
     return "\n".join(lines)
+
+
+def _parts(text: str) -> list[str]:
+    parts = text.split("/")
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown part(s): {', '.join(sorted(unknown))}; "
+                                         f"the parts are {', '.join(PARTS)}")
+    return parts
 
 
 def _sizes(text: str) -> list[int]:
@@ -321,6 +345,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workers", type=_sizes, default=[1, 4],
                         help="worker processes of each dispatch run, separated by / "
                              "(default 1/4)")
+    parser.add_argument("--parts", type=_parts, default=list(PARTS),
+                        help=f"which parts to run, separated by / (default {'/'.join(PARTS)})")
     parser.add_argument("--window", type=int, default=20_000,
                         help="deliveries measured in each dispatch run (default 20000)")
     parser.add_argument("--warmup", type=int, default=2_000,
