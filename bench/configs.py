@@ -327,22 +327,25 @@ def _parts(text: str) -> list[str]:
     return parts
 
 
-def _sizes(text: str) -> list[int]:
-    try:
-        values = [int(part.replace("_", "").replace(",", "")) for part in text.split("/")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
-    if not values or any(value < 2 for value in values):
-        raise argparse.ArgumentTypeError("each value must be 2 or more")
-    return values
+def _numbers(minimum: int):
+    """Return a parser of numbers separated by /, each at least `minimum`."""
+    def parse(text: str) -> list[int]:
+        try:
+            values = [int(part.replace("_", "").replace(",", "")) for part in text.split("/")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
+        if not values or any(value < minimum for value in values):
+            raise argparse.ArgumentTypeError(f"each value must be {minimum} or more")
+        return values
+    return parse
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench configs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=_sizes, default=[1_000, 10_000, 100_000],
+    parser.add_argument("--sizes", type=_numbers(2), default=[1_000, 10_000, 100_000],
                         help="numbers of configs, separated by / (default 1000/10000/100000)")
-    parser.add_argument("--workers", type=_sizes, default=[1, 4],
+    parser.add_argument("--workers", type=_numbers(1), default=[1, 4],
                         help="worker processes of each dispatch run, separated by / "
                              "(default 1/4)")
     parser.add_argument("--parts", type=_parts, default=list(PARTS),

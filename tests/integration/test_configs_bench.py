@@ -44,3 +44,6 @@ def test_the_configs_benchmark_explains_itself_and_refuses_bad_sizes():
     refused = subprocess.run([sys.executable, "-m", "bench", "configs", "--sizes", "ten"],
                              cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "not a list of numbers" in refused.stderr
+    refused = subprocess.run([sys.executable, "-m", "bench", "configs", "--parts", "dispatch/x"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "unknown part(s): x" in refused.stderr
