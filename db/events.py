@@ -15,6 +15,7 @@ from db.sql import QUERIES
 
 MAX_ID_LENGTH = 255
 MAX_TYPE_LENGTH = 255
+MAX_ORDERING_KEY_LENGTH = 255
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,9 @@ class NewEvent:
     """An event to store; `payload` is its JSON text.
 
     From a broker message it may also carry the message key and the producer's W3C trace
-    context (`traceparent`, `tracestate`), which the event's delivery attempts continue.
+    context (`traceparent`, `tracestate`), which the event's delivery attempts continue. Its
+    ordering key (the message key as text, or the API's `orderingKey`) goes to each of its
+    deliveries.
     """
 
     id: str
@@ -30,6 +33,7 @@ class NewEvent:
     payload: str
     occurred_at: datetime | None = None
     key: bytes | None = None
+    ordering_key: str | None = None
     trace_parent: str | None = None
     trace_state: str | None = None
 
@@ -45,8 +49,22 @@ def encode_payload(payload: Any) -> str:
     return json.dumps(payload, separators=(",", ":"), allow_nan=False)
 
 
+def checked_ordering_key(key: str | None) -> str | None:
+    """Return an ordering key fit to store (empty: none), or raise InvalidInput."""
+    if key is None or key == "":
+        return None
+    if len(key) > MAX_ORDERING_KEY_LENGTH:
+        raise InvalidInput(f"orderingKey: longer than {MAX_ORDERING_KEY_LENGTH} characters")
+    if "\x00" in key:
+        raise InvalidInput("orderingKey: must not contain NUL characters")
+    if not _is_unicode(key):
+        raise InvalidInput("orderingKey: must be valid Unicode (no lone surrogates)")
+    return key
+
+
 def new_event(
-    id: str, type: str, payload: Any, *, max_payload: int, occurred_at: datetime | None = None
+    id: str, type: str, payload: Any, *, max_payload: int, occurred_at: datetime | None = None,
+    ordering_key: str | None = None,
 ) -> NewEvent:
     """Validate an event's fields and return it, or raise InvalidInput saying what is wrong."""
     if not isinstance(type, str) or not type.strip():
@@ -69,7 +87,8 @@ def new_event(
         raise InvalidInput("payload: nested too deeply") from None
     if len(text) > max_payload:
         raise InvalidInput(f"payload: {len(text)} bytes is over the limit of {max_payload} bytes")
-    return NewEvent(id=id, type=type, payload=text, occurred_at=occurred_at)
+    return NewEvent(id=id, type=type, payload=text, occurred_at=occurred_at,
+                    ordering_key=checked_ordering_key(ordering_key))
 
 
 def _is_unicode(text: str) -> bool:
@@ -92,6 +111,7 @@ def ingest(cursor: Any, events: Sequence[NewEvent], *, source: str) -> IngestCou
             "payloads": [e.payload for e in events],
             "occurred_at": [e.occurred_at for e in events],
             "keys": [e.key for e in events],
+            "ordering_keys": [e.ordering_key for e in events],
             "trace_parents": [e.trace_parent for e in events],
             "trace_states": [e.trace_state for e in events],
             "source": source,

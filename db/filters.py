@@ -25,6 +25,7 @@ class DeliveryFilter:
     last_status_codes: Sequence[int] | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
+    ordering_key: str | None = None
     replayable_only: bool = False
 
     def params(self) -> dict[str, Any]:
@@ -38,6 +39,7 @@ class DeliveryFilter:
             else None,
             "created_after": self.created_after,
             "created_before": self.created_before,
+            "ordering_key": self.ordering_key,
             "replayable_only": self.replayable_only,
         }
 

@@ -37,6 +37,7 @@ class DeliverySummary:
     created_at: datetime
     updated_at: datetime
     config_name: str | None
+    ordering_key: str | None = None
 
 
 @dataclass(frozen=True)

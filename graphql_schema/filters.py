@@ -36,6 +36,8 @@ class DeliveryFilter:
         default=None, description="RFC 3339; inclusive.")
     created_before: datetime | None = strawberry.field(
         default=None, description="RFC 3339; exclusive.")
+    ordering_key: str | None = strawberry.field(
+        default=None, description="The deliveries of events with this ordering key.")
     config_id: strawberry.ID | None = strawberry.field(
         default=None, deprecation_reason="Use configIds.")
     event_type: str | None = strawberry.field(
@@ -112,5 +114,6 @@ def to_db(given: DeliveryFilter | None, *, replayable_only: bool = False) -> fil
         last_status_codes=codes,
         created_after=arguments.instant(after, "filter.createdAfter"),
         created_before=arguments.instant(before, "filter.createdBefore"),
+        ordering_key=arguments.text(given.ordering_key, "filter.orderingKey"),
         replayable_only=replayable_only,
     )

@@ -24,6 +24,11 @@ class PublishEventInput:
         default=None,
         description="Idempotency: an id published before returns its deliveries and "
                     "creates nothing. Generated when omitted.")
+    ordering_key: str | None = strawberry.field(
+        default=None,
+        description=f"The event's ordering key (at most {events.MAX_ORDERING_KEY_LENGTH} "
+                    "characters; empty: none), as a Kafka message key is: shown on its "
+                    "deliveries and filterable.")
 
 
 @strawberry.type
@@ -41,7 +46,8 @@ class EventMutations:
     @operator_mutation(description="Store an event and one delivery per subscribed config.")
     def publish_event(self, info: Info, input: PublishEventInput) -> PublishedEvent:
         event = events.new_event(input.id or f"evt_{uuid.uuid4().hex}", input.type,
-                                 input.payload, max_payload=info.context.max_payload)
+                                 input.payload, max_payload=info.context.max_payload,
+                                 ordering_key=input.ordering_key)
         published = events.publish(info.context.pool, event, source="api")
         info.context.telemetry.ingested("api", int(not published.duplicate))
         return PublishedEvent(

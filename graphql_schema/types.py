@@ -46,6 +46,9 @@ class DeliverySummary:
     last_error: str | None
     created_at: datetime
     updated_at: datetime
+    ordering_key: str | None = strawberry.field(default=None, description=(
+        "Its event's ordering key: the Kafka message key as text, or publishEvent's "
+        "`orderingKey`; null without one."))
 
     @classmethod
     def fields_of(cls, row: inspection.DeliverySummary) -> dict:
@@ -64,6 +67,7 @@ class DeliverySummary:
             "last_error": row.last_error,
             "created_at": row.created_at,
             "updated_at": row.updated_at,
+            "ordering_key": row.ordering_key,
         }
 
     @classmethod

@@ -2,22 +2,23 @@
 -- Store new events and, in the same statement, one pending delivery per active config subscribed to each event's exact type; repeated event ids create nothing; wake idle dispatchers
 WITH input AS (
     -- An id repeated within the batch keeps its first occurrence, as a later batch would.
-    SELECT DISTINCT ON (id) id, type, payload, occurred_at, message_key, trace_parent,
-           trace_state
+    SELECT DISTINCT ON (id) id, type, payload, occurred_at, message_key, ordering_key,
+           trace_parent, trace_state
     FROM unnest(%(ids)s::text[], %(types)s::text[], %(payloads)s::text[],
-                %(occurred_at)s::timestamptz[], %(keys)s::bytea[], %(trace_parents)s::text[],
-                %(trace_states)s::text[]) WITH ORDINALITY
-        AS i (id, type, payload, occurred_at, message_key, trace_parent, trace_state, position)
+                %(occurred_at)s::timestamptz[], %(keys)s::bytea[], %(ordering_keys)s::text[],
+                %(trace_parents)s::text[], %(trace_states)s::text[]) WITH ORDINALITY
+        AS i (id, type, payload, occurred_at, message_key, ordering_key, trace_parent,
+              trace_state, position)
     ORDER BY id, position
 ),
 new_events AS (
-    INSERT INTO events (id, type, payload, occurred_at, source, message_key, trace_parent,
-                        trace_state)
+    INSERT INTO events (id, type, payload, occurred_at, source, message_key, ordering_key,
+                        trace_parent, trace_state)
     SELECT id, type, payload::json, coalesce(occurred_at, now()), %(source)s, message_key,
-           trace_parent, trace_state
+           ordering_key, trace_parent, trace_state
     FROM input
     ON CONFLICT (id) DO NOTHING
-    RETURNING id, type
+    RETURNING id, type, ordering_key
 ),
 subscribed AS (
     -- Share-locked, so a concurrent deactivation either waits for this insert (and then
@@ -31,8 +32,8 @@ subscribed AS (
     FOR SHARE
 ),
 new_deliveries AS (
-    INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at)
-    SELECT e.id, c.id, e.type, now()
+    INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at, ordering_key)
+    SELECT e.id, c.id, e.type, now(), e.ordering_key
     FROM new_events e
     JOIN subscribed c ON c.event_types @> ARRAY[e.type]
     ORDER BY e.id, c.id

@@ -11,6 +11,7 @@ AND (%(last_status_codes)s::int[] IS NULL
      OR d.last_status_code = ANY (%(last_status_codes)s::int[]))
 AND (%(created_after)s::timestamptz IS NULL OR d.created_at >= %(created_after)s::timestamptz)
 AND (%(created_before)s::timestamptz IS NULL OR d.created_at < %(created_before)s::timestamptz)
+AND (%(ordering_key)s::text IS NULL OR d.ordering_key = %(ordering_key)s::text)
 AND (NOT %(replayable_only)s
      OR (d.status IN ('failed', 'pending')
          AND d.config_id IN (SELECT id FROM configs WHERE active AND deleted_at IS NULL)))
@@ -19,7 +20,7 @@ AND (NOT %(replayable_only)s
 -- A delivery as the listings show it, with its config's name, from the deliveries as `d` (included by the list statements below, before their filter)
 SELECT d.id, coalesce(d.webhook_id, d.id::text) AS webhook_id, d.event_id, d.event_type,
        d.config_id, d.status, d.attempt_count, d.replay_generation, d.next_attempt_at,
-       d.last_status_code, d.last_error, d.created_at, d.updated_at,
+       d.last_status_code, d.last_error, d.created_at, d.updated_at, d.ordering_key,
        (SELECT c.name FROM configs c WHERE c.id = d.config_id) AS config_name
 FROM deliveries d
 
@@ -74,7 +75,8 @@ EXPLAIN (FORMAT JSON) SELECT 1 FROM deliveries d WHERE /* include delivery_filte
 -- Return one delivery with its event's payload (as JSON text), time, broker message key and trace context
 SELECT d.id, coalesce(d.webhook_id, d.id::text) AS webhook_id, d.event_id, d.event_type,
        d.config_id, d.status, d.attempt_count, d.replay_generation, d.next_attempt_at,
-       d.last_status_code, d.last_error, d.created_at, d.updated_at, c.name AS config_name,
+       d.last_status_code, d.last_error, d.created_at, d.updated_at, d.ordering_key,
+       c.name AS config_name,
        e.payload::text AS payload, e.occurred_at, e.message_key, e.trace_parent, e.trace_state
 FROM deliveries d
 JOIN events e ON e.id = d.event_id

@@ -123,3 +123,35 @@ def test_a_payload_may_be_written_inline(api, make):
     detail = api.data("query ($id: ID!) { delivery(id: $id) { payload } }",
                       {"id": delivery["deliveries"]["edges"][0]["node"]["id"]})
     assert detail["delivery"]["payload"] == {"a": [1, 2.5, "x", True, None], "b": {"c": "d"}}
+
+
+ORDERED = """
+query ($key: String) {
+  deliveries(filter: {orderingKey: $key}) { totalCount edges { node { id orderingKey } } }
+}"""
+
+
+def test_an_ordering_key_goes_to_every_delivery_and_filters_them(api, make):
+    make.config()
+    make.config(event_types=["order.created", "order.paid"])
+    first = publish(api, id="evt_a", orderingKey="order-1042 ✓")
+    publish(api, id="evt_b", orderingKey="order-7")
+    unkeyed = publish(api, id="evt_c", orderingKey="")  # empty: no key
+    listed = api.data(ORDERED, {"key": "order-1042 ✓"})["deliveries"]
+    assert listed["totalCount"] == 2
+    assert sorted(e["node"]["id"] for e in listed["edges"]) == sorted(first["deliveryIds"])
+    assert {e["node"]["orderingKey"] for e in listed["edges"]} == {"order-1042 ✓"}
+    one = api.data(f'{{ delivery(id: "{unkeyed["deliveryIds"][0]}") {{ orderingKey }} }}')
+    assert one["delivery"]["orderingKey"] is None
+    assert api.data(ORDERED, {"key": "order-"})["deliveries"]["totalCount"] == 0  # exact
+
+
+@pytest.mark.parametrize(("key", "words"), [
+    ("k" * 256, "orderingKey: longer than 255 characters"),
+    ("a\u0000b", "orderingKey: must not contain NUL characters"),
+])
+def test_a_bad_ordering_key_is_refused_saying_why(api, make, key, words):
+    make.config()
+    error = api.error(PUBLISH, {"input": {"type": "order.created", "payload": {},
+                                          "orderingKey": key}})
+    assert error["extensions"]["code"] == "BAD_USER_INPUT" and words in error["message"]

@@ -287,10 +287,23 @@ def _with(key=None, headers=None, value=None):
                  headers=headers)
 
 
-def test_the_key_is_recorded_as_sent_and_never_required():
-    assert _with(key=b"\x00customer-42\xff").key == b"\x00customer-42\xff"
-    assert _with(key=None).key is None
+def test_the_key_is_recorded_as_sent_never_required_and_is_the_ordering_key():
+    event = _with(key="customer-42 ✓".encode())
+    assert (event.key, event.ordering_key) == ("customer-42 ✓".encode(), "customer-42 ✓")
+    assert (_with(key=None).key, _with(key=None).ordering_key) == (None, None)
+    assert (_with(key=b"").key, _with(key=b"").ordering_key) == (b"", None)  # empty: no key
     assert _with(key=b"k").id == derived_id("orders", 2, 7)  # the key is no id
+
+
+@pytest.mark.parametrize(("key", "why"), [
+    (b"\x00\xff", "the message key is not UTF-8 text (byte 1: invalid start byte)"),
+    (b"order-\x00-7", "the message key: orderingKey: must not contain NUL characters"),
+    (b"k" * 256, "the message key: orderingKey: longer than 255 characters"),
+])
+def test_a_key_that_cannot_be_an_ordering_key_is_refused_saying_why(key, why):
+    with pytest.raises(Poison) as refused_key:
+        _with(key=key)
+    assert refused_key.value.reason.startswith(f"invalid_key: {why}")
 
 
 def test_trace_context_headers_are_kept_with_the_event():
