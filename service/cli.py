@@ -8,6 +8,7 @@ from service.patch import patch
 patch()
 
 import argparse  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
@@ -15,6 +16,7 @@ from db.errors import DatabaseUnavailable  # noqa: E402
 from service import __version__  # noqa: E402
 from service.commands.registry import (  # noqa: E402
     COMMANDS,
+    EXIT_BROKEN_PIPE,
     EXIT_DATABASE,
     EXIT_USAGE,
 )
@@ -58,7 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     _, function, _ = COMMANDS[args.command]
     try:
         settings = Settings.load(flags=flags_from(args), dev=args.command == "dev")
-        return function(args, settings)
+        code = function(args, settings)
+        sys.stdout.flush()  # a reader that went away is found here, not at exit
+        return code
     except (SettingsError, PortInUse) as error:
         print(f"webhooks {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -67,3 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_DATABASE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`webhooks configs list | head`): say nothing more, exit as a
+        # program that SIGPIPE ended does, and let no flush at exit write to the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE

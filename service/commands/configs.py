@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 
 from db import health
-from service.commands.oncall import LocalApi, add_output_flag, print_json, print_table, run_command
+from service.commands.oncall import (
+    LocalApi,
+    add_output_flag,
+    config_id,
+    print_json,
+    print_table,
+    run_command,
+)
 from service.commands.registry import EXIT_OK, command
 from service.runtime.command_settings import COMMAND_SETTINGS, add_arguments
 from service.runtime.settings import Settings
@@ -38,7 +45,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                                              "cancelled, until it is resumed")
     resume = actions.add_parser("resume", help="resume a paused config")
     for action in (pause, resume):
-        action.add_argument("id")
+        action.add_argument("id", metavar="ID|NAME", help="the config, by id or name")
         action.add_argument("--reason", help="why, kept with the config's health")
     for action in (listing, pause, resume):
         add_output_flag(action)
@@ -70,7 +77,8 @@ def _list(api: LocalApi, args: argparse.Namespace) -> int:
 
 
 def _change(api: LocalApi, args: argparse.Namespace) -> int:
-    change = api.run(CHANGES[args.action], {"id": args.id, "reason": args.reason})["change"]
+    change = api.run(CHANGES[args.action], {"id": config_id(api, args.id, unknown_as_id=True),
+                                            "reason": args.reason})["change"]
     if args.json:
         print_json(change)
     else:

@@ -61,7 +61,7 @@ def run_deliveries(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _list(api: LocalApi, args: argparse.Namespace) -> int:
-    data = api.run(LIST, {"filter": filter_of(args), "first": args.limit, "after": args.after,
+    data = api.run(LIST, {"filter": filter_of(args, api), "first": args.limit, "after": args.after,
                           "orderBy": "NEXT_ATTEMPT_AT" if args.due else "CREATED_AT_DESC"})
     connection = data["deliveries"]
     if args.json:

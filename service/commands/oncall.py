@@ -18,7 +18,7 @@ from typing import Any
 from db.pool import ConnectionPool
 from db.vocabulary import Status
 from graphql_schema.context import Context
-from graphql_schema.errors import BAD_USER_INPUT, UNAVAILABLE, code_of
+from graphql_schema.errors import BAD_USER_INPUT, NOT_FOUND, UNAVAILABLE, code_of
 from graphql_schema.schema import schema
 from service.commands.registry import EXIT_DATABASE, EXIT_FAILED, EXIT_USAGE
 from service.policy.durations import format_duration, parse_duration
@@ -96,8 +96,8 @@ def add_filter_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("filter (every given flag must match)")
     group.add_argument("--status", action="append", choices=[status.value for status in Status],
                        help="a status; repeat for several")
-    group.add_argument("--config", action="append", metavar="ID",
-                       help="a config id; repeat for several")
+    group.add_argument("--config", action="append", metavar="ID|NAME",
+                       help="a config, by id or name; repeat for several")
     group.add_argument("--event-type", action="append", metavar="TYPE",
                        help="an event type; repeat for several")
     group.add_argument("--event-id", metavar="ID")
@@ -109,8 +109,34 @@ def add_filter_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--created-before", metavar="RFC3339", help="created before")
 
 
-def filter_of(args: argparse.Namespace) -> dict[str, Any]:
-    """Return the API filter the flags describe; raise ApiFailure on a malformed time."""
+FIND_CONFIG = """query ($search: String!) {
+  configs(filter: {search: $search}, first: 100) { edges { node { id name } } }
+}"""
+
+
+def config_id(api: LocalApi, reference: str, *, unknown_as_id: bool = False) -> str:
+    """Return the id of the config `reference` names: its id, or its exact name when one
+    config has it; raise ApiFailure: bad input for a name several configs have, not found
+    for an unknown one (or, with `unknown_as_id`, return it as an id for the API to refuse
+    and audit)."""
+    found = [edge["node"] for edge in api.run(FIND_CONFIG, {"search": reference})
+             ["configs"]["edges"]]
+    if any(config["id"] == reference for config in found):
+        return reference
+    named = [config["id"] for config in found if config["name"] == reference]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise ApiFailure(BAD_USER_INPUT, f"{len(named)} configs are named {reference!r} "
+                                         f"({', '.join(named)}): give an id")
+    if unknown_as_id:
+        return reference
+    raise ApiFailure(NOT_FOUND, f"no config has the id or the name {reference!r}")
+
+
+def filter_of(args: argparse.Namespace, api: LocalApi) -> dict[str, Any]:
+    """Return the API filter the flags describe (configs by id or name); raise ApiFailure on
+    a malformed time or an unknown config."""
     after = args.created_after
     if args.since:
         if after:
@@ -122,7 +148,8 @@ def filter_of(args: argparse.Namespace) -> dict[str, Any]:
         after = after.isoformat()
     given = {
         "status": [Status(status).name for status in args.status or ()],
-        "configIds": args.config, "eventTypes": args.event_type, "eventId": args.event_id,
+        "configIds": [config_id(api, reference) for reference in args.config or ()],
+        "eventTypes": args.event_type, "eventId": args.event_id,
         "lastStatusCodes": args.status_code, "createdAfter": after,
         "createdBefore": args.created_before,
     }

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from service.runtime.settings import Settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DATABASE = 0, 1, 2, 3
+EXIT_BROKEN_PIPE = 141  # the reader of the output went away, as a shell reports SIGPIPE
 
 Command = Callable[[argparse.Namespace, Settings], int]
 Arguments = Callable[[argparse.ArgumentParser], None]

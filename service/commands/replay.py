@@ -63,7 +63,7 @@ def _one(api: LocalApi, args: argparse.Namespace) -> int:
 
 
 def _bulk(api: LocalApi, args: argparse.Namespace) -> int:
-    filter = filter_of(args)
+    filter = filter_of(args, api)
     preview = api.run(BULK, {"filter": filter, "dryRun": True})["replayDeliveries"]
     if args.dry_run:
         if args.json:

@@ -231,3 +231,41 @@ def test_changes_made_on_call_leave_an_audit_line_naming_the_operator(capsys, da
     assert [line["result"] for line in audit_lines(err)] == ["NOT_FOUND"]
     _, _, err = run(capsys, database_url, "deliveries", "list")
     assert audit_lines(err) == []  # reading changes nothing and leaves no line
+
+
+def test_a_config_is_named_by_its_id_or_its_name_and_an_unknown_one_is_an_error(
+        capsys, database_url, staged, make):
+    by_name = run(capsys, database_url, "replay", "--config", "orders", "--since", "1h",
+                  "--dry-run", "--json")
+    by_id = run(capsys, database_url, "replay", "--config", staged["orders"].id, "--since",
+                "1h", "--dry-run", "--json")
+    assert by_name[0] == by_id[0] == 0
+    assert json.loads(by_name[1])["wouldReplay"] == json.loads(by_id[1])["wouldReplay"] == 3
+    code, out, _ = run(capsys, database_url, "deliveries", "list", "--config", "users", "--json")
+    assert code == 0 and [e["node"]["id"] for e in json.loads(out)["edges"]] == [
+        str(staged["done"])]
+    code, out, err = run(capsys, database_url, "replay", "--config", "crm-sync", "--since",
+                         "1h", "--dry-run")
+    assert code == 1 and out == ""
+    assert "no config has the id or the name 'crm-sync' (NOT_FOUND)" in err
+    make.config(name="orders")  # two configs of one name: an id is needed
+    code, _, err = run(capsys, database_url, "configs", "pause", "orders")
+    assert code == 2 and "2 configs are named 'orders'" in err
+    code, out, _ = run(capsys, database_url, "configs", "pause", "users")
+    assert code == 0 and "paused" in out
+
+
+def test_a_listing_whose_reader_goes_away_ends_quietly(database_url, make):
+    """`webhooks configs list | head -c 1` with more output than a pipe holds: no
+    BrokenPipeError traceback, the exit status of a program that SIGPIPE ended."""
+    with make.pool.transaction() as cursor:
+        cursor.execute("INSERT INTO configs (id, name, endpoint, secret, event_types) "
+                       "SELECT 'many-' || g, repeat('n', 60) || g, 'https://example.com/' "
+                       "|| repeat('p', 60), 'whsec_x', ARRAY['t'] FROM generate_series(1, 1000) g")
+    shell = (f"{sys.executable} -m service configs list --database-url '{database_url}' "
+             "| head -c 1; exit ${PIPESTATUS[0]}")
+    for _ in range(3):  # the reader may go before or after the first write: either way
+        result = subprocess.run(["bash", "-c", shell], capture_output=True, text=True,
+                                timeout=120)
+        assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
+        assert result.returncode == 141, result.stderr
