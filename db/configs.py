@@ -16,7 +16,7 @@ from db.errors import InvalidInput, NotFound
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
 from db.sql import QUERIES
-from db.vocabulary import SECRET_PREFIX
+from db.vocabulary import SECRET_PREFIX, Ordering
 
 SECRET_BYTES = 24  # random bytes in a generated secret
 SECRET_MIN_BYTES, SECRET_MAX_BYTES = 24, 64  # accepted key sizes (Standard Webhooks)
@@ -39,10 +39,13 @@ class Config:
     updated_at: datetime
     deleted_at: datetime | None = None
     previous_secrets_expire_at: list[datetime] = field(default_factory=list)  # newest first
+    ordering: Ordering = Ordering.UNORDERED
+    block_on_failure: bool = True  # ordered: a failed delivery holds its key
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Config:
-        return cls(**row)
+        ordering = row.get("ordering")
+        return cls(**{**row, "ordering": Ordering(ordering) if ordering else Ordering.UNORDERED})
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,8 @@ def create(
     id: str | None = None,
     max_in_flight: int | None = None,
     rate_per_second: float | None = None,
+    ordering: Ordering = Ordering.UNORDERED,
+    block_on_failure: bool = True,
 ) -> tuple[Config, str]:
     """Create a config with its cap and rate; return it and its secret (minted when none is
     given)."""
@@ -132,6 +137,8 @@ def create(
         "secret": secret,
         "event_types": check_event_types(event_types),
         "active": active,
+        "ordering": Ordering(ordering).value,
+        "block_on_failure": block_on_failure,
     }
     health.check_max_in_flight(max_in_flight)
     health.check_rate(rate_per_second)
@@ -252,15 +259,20 @@ def update(
     set_name: bool = False,
     max_in_flight: int | None = health.KEEP,
     rate_per_second: float | None = health.KEEP,
+    ordering: Ordering | None = None,
+    block_on_failure: bool | None = None,
 ) -> Config:
-    """Change the endpoint, event types, name, cap or rate of a config (a cap or rate of
-    `health.KEEP` stays, None clears it); later attempts use them."""
+    """Change the endpoint, event types, name, cap, rate, ordering or failure policy of a
+    config (a cap or rate of `health.KEEP` stays, None clears it; None keeps the others);
+    later attempts use them. Switched to unordered, its waiting deliveries become due."""
     params = {
         "id": id,
         "endpoint": None if endpoint is None else check_endpoint(endpoint),
         "event_types": None if event_types is None else check_event_types(event_types),
         "name": name,
         "set_name": set_name,
+        "ordering": None if ordering is None else Ordering(ordering).value,
+        "block_on_failure": block_on_failure,
     }
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["update_config"], params)

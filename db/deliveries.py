@@ -55,6 +55,8 @@ class Claimed:
     source: str = "api"  # where the event came from: api, kafka or backfill
     message_key: bytes | None = field(default=None, repr=False)  # a Kafka message's key
     config_version: int = 0  # the config's version when it was claimed (config_versions)
+    ordering_key: str | None = None  # of an ordered config's delivery: its key
+    sequence: int | None = None  # and its place, 1, 2, 3… per config and key
 
 
 @dataclass(frozen=True)
@@ -258,6 +260,9 @@ def replay(cursor: Any, delivery_id: int) -> Replay:
     status = blocker["status"]
     if status in REPLAYABLE and not blocker["config_active"]:
         raise NotEligible(f"delivery {delivery_id} belongs to an inactive or deleted config")
+    if blocker["waits_for_its_key"]:
+        raise NotEligible(f"delivery {delivery_id} waits for an earlier delivery of its "
+                          "ordering key; it is sent once that one's outcome is settled")
     raise NotEligible(
         f"delivery {delivery_id} is {status}; only failed and pending deliveries can be replayed"
     )

@@ -52,3 +52,10 @@ IN_HAND = (Status.PENDING, Status.DELIVERING)  # the work queue, not yet finishe
 
 SECRET_PREFIX = "whsec_"  # a config's signing secret (Standard Webhooks): whsec_<base64 key>
 TOKEN_PREFIX = "whk_"  # an API bearer token
+
+
+class Ordering(StrEnum):
+    """How a config's deliveries are ordered."""
+
+    UNORDERED = "unordered"  # each delivery on its own (the default)
+    PER_KEY = "per_key"  # those of one ordering key one at a time, in ingestion order

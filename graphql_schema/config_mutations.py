@@ -9,11 +9,11 @@ import strawberry
 from db import configs, health
 from db.configs import ConfigChange as ChangeRow
 from db.errors import InvalidInput
-from db.vocabulary import SECRET_PREFIX, Status
+from db.vocabulary import SECRET_PREFIX, Ordering, Status
 from graphql_schema import arguments
 from graphql_schema.access import operator_mutation
 from graphql_schema.context import Info
-from graphql_schema.types import Config
+from graphql_schema.types import Config, DeliveryOrdering
 
 
 @strawberry.input
@@ -32,6 +32,13 @@ class CreateConfigInput:
     rate_per_second: float | None = strawberry.field(
         default=None, description="Most attempts started per second across all workers; "
                                   "omitted: no limit.")
+    ordering: DeliveryOrdering = strawberry.field(
+        default=DeliveryOrdering.UNORDERED,
+        description="PER_KEY: the deliveries of one ordering key are attempted one at a "
+                    "time, in the order their events were ingested.")
+    block_on_failure: bool = strawberry.field(
+        default=True, description="Ordered: a failed delivery holds its key until it is "
+                                  "replayed and succeeds; false: the key moves on.")
 
 
 @strawberry.input(description="Omitted fields keep their value; a null name, cap or rate "
@@ -44,6 +51,10 @@ class UpdateConfigInput:
         default=strawberry.UNSET, description="1 to 10,000; null: the default cap.")
     rate_per_second: float | None = strawberry.field(
         default=strawberry.UNSET, description="Attempts per second; null: no limit.")
+    ordering: DeliveryOrdering | None = strawberry.field(
+        default=strawberry.UNSET, description="To UNORDERED: the deliveries waiting for "
+                                              "their key's turn become due.")
+    block_on_failure: bool | None = strawberry.UNSET
 
 
 @strawberry.type(description="A config and its secret, shown on creation and rotation only.")
@@ -99,10 +110,13 @@ class ConfigMutations:
             active=input.active,
             max_in_flight=input.max_in_flight,
             rate_per_second=input.rate_per_second,
+            ordering=Ordering(input.ordering.value),
+            block_on_failure=input.block_on_failure,
         )
         return ConfigWithSecret(config=Config.from_row(config), secret=secret)
 
-    @operator_mutation(description="Change the endpoint, event types or name of a config.")
+    @operator_mutation(description="Change the endpoint, event types, name, limits, ordering or "
+                                   "failure policy of a config.")
     def update_config(self, info: Info, id: strawberry.ID, input: UpdateConfigInput) -> Config:
         config = configs.update(
             info.context.pool,
@@ -113,6 +127,8 @@ class ConfigMutations:
             set_name=input.name is not strawberry.UNSET,
             max_in_flight=_limit(input.max_in_flight),
             rate_per_second=_limit(input.rate_per_second),
+            ordering=None if _given(input.ordering) is None else Ordering(input.ordering.value),
+            block_on_failure=_given(input.block_on_failure),
         )
         return Config.from_row(config)
 

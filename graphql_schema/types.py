@@ -19,13 +19,20 @@ from db.health import Health as HealthRow
 from db.rates import AttemptRate
 from db.rejected import RejectedEvent as RejectedRow
 from db.stalls import StalledPartition as StalledRow
-from db.vocabulary import Status
+from db.vocabulary import Ordering, Status
 from graphql_schema.context import Info
 
 # The API's name for `Status`, member for member: a value of one is equal to the other's.
 DeliveryStatus = strawberry.enum(
     StrEnum("DeliveryStatus", [(status.name, status.value) for status in Status]),
     description="Where a delivery is in its lifecycle.")
+
+
+# The API's name for `Ordering`, member for member.
+DeliveryOrdering = strawberry.enum(
+    StrEnum("DeliveryOrdering", [(ordering.name, ordering.value) for ordering in Ordering]),
+    description="UNORDERED: each delivery on its own. PER_KEY: the deliveries of one ordering "
+                "key are attempted one at a time, in the order their events were ingested.")
 
 
 @strawberry.type(description="A delivery without its payload, as listed.")
@@ -171,6 +178,9 @@ class Config:
     previous_secrets_expire_at: list[datetime] = strawberry.field(description=(
         "Until when each rotated-out signing key still signs alongside the current one, "
         "newest first; only those that still do. The keys themselves are never shown."))
+    ordering: DeliveryOrdering = strawberry.field(description="How its deliveries are ordered.")
+    block_on_failure: bool = strawberry.field(description=(
+        "Ordered: whether a failed delivery holds its key until it is replayed and succeeds."))
     health_row: strawberry.Private[HealthRow | None] = None
     # hours → the rates of the configs listed with this one (loaded once for all of them)
     rates_of_page: strawberry.Private[Callable[[int], dict[str, AttemptRate]] | None] = None
@@ -215,6 +225,8 @@ class Config:
                    event_types=list(row.event_types), active=row.active,
                    created_at=row.created_at, updated_at=row.updated_at,
                    previous_secrets_expire_at=list(row.previous_secrets_expire_at),
+                   ordering=DeliveryOrdering(row.ordering.value),
+                   block_on_failure=row.block_on_failure,
                    health_row=health, rates_of_page=rates_of_page)
 
 

@@ -17,7 +17,8 @@ ALTER TABLE config_health DROP CONSTRAINT IF EXISTS config_health_config_id_fkey
 -- A statement trigger's changes to pending deliveries, reduced per config: the earliest due
 -- time a row took on by becoming pending (or due sooner), and whether a row that was pending
 -- left the pending set or became due later (then the config's next due time is looked up
--- again). Only rows whose status or due time changed count.
+-- again). Only rows whose status or due time changed count; a pending row without a due
+-- time (one that waits for its ordering key's turn) counts as not pending.
 CREATE OR REPLACE FUNCTION keep_ready_configs() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -45,11 +46,13 @@ BEGIN
         FROM (SELECT n.config_id,
                      min(n.next_attempt_at) FILTER (
                          WHERE n.status = 'pending'
-                           AND (o.status <> 'pending' OR n.next_attempt_at < o.next_attempt_at)
+                           AND (o.status <> 'pending' OR o.next_attempt_at IS NULL
+                                OR n.next_attempt_at < o.next_attempt_at)
                      ) AS due,
-                     bool_or(o.status = 'pending'
-                             AND (n.status <> 'pending' OR n.next_attempt_at IS NULL
-                                  OR n.next_attempt_at > o.next_attempt_at)) AS moved_later
+                     coalesce(bool_or(o.status = 'pending' AND o.next_attempt_at IS NOT NULL
+                                      AND (n.status <> 'pending' OR n.next_attempt_at IS NULL
+                                           OR n.next_attempt_at > o.next_attempt_at)),
+                              false) AS moved_later
               FROM new_rows n JOIN old_rows o USING (id)
               WHERE (n.status = 'pending' OR o.status = 'pending')
                 AND (n.status IS DISTINCT FROM o.status

@@ -1,15 +1,18 @@
 -- insert_config --
 -- Create a config and return it
-INSERT INTO configs (id, name, endpoint, secret, event_types, active)
+INSERT INTO configs (id, name, endpoint, secret, event_types, active, ordering,
+                     block_on_failure)
 VALUES (coalesce(%(id)s, gen_random_uuid()::text), %(name)s, %(endpoint)s, %(secret)s,
-        %(event_types)s, %(active)s)
+        %(event_types)s, %(active)s, %(ordering)s, %(block_on_failure)s)
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
-          previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at
+          previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
+          ordering, block_on_failure
 
 -- get_config --
 -- Return one config that has not been deleted
 SELECT id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
-       previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at
+       previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
+          ordering, block_on_failure
 FROM configs
 WHERE id = %(id)s AND deleted_at IS NULL
 
@@ -47,7 +50,8 @@ WHERE %(by_health)s::text IS NOT NULL
 -- config_columns --
 -- A config as the listings show it, from configs as `c` (included by the list statements below)
 c.id, c.name, c.endpoint, c.event_types, c.active, c.created_at, c.updated_at, c.deleted_at,
-previous_secrets_expire_at(c.previous_secrets) AS previous_secrets_expire_at
+previous_secrets_expire_at(c.previous_secrets) AS previous_secrets_expire_at,
+c.ordering, c.block_on_failure
 
 -- list_configs_walk --
 -- Page through the configs a filter matches, newest first after a (created_at, id) cursor, among the `walk` configs next to the cursor only: the whole page when matches are common, cheap at any number of configs
@@ -109,11 +113,14 @@ EXPLAIN (FORMAT JSON) /* include config_matches */
 UPDATE configs
 SET endpoint = coalesce(%(endpoint)s, endpoint),
     event_types = coalesce(%(event_types)s, event_types),
+    ordering = coalesce(%(ordering)s, ordering),
+    block_on_failure = coalesce(%(block_on_failure)s, block_on_failure),
     name = CASE WHEN %(set_name)s THEN %(name)s ELSE name END,
     updated_at = now()
 WHERE id = %(id)s AND deleted_at IS NULL
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
-          previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at
+          previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
+          ordering, block_on_failure
 
 -- set_config_active --
 -- Activate or deactivate a config that has not been deleted; say whether it was the other way before
@@ -126,6 +133,7 @@ FROM before
 WHERE c.id = before.id
 RETURNING c.id, c.name, c.endpoint, c.event_types, c.active, c.created_at, c.updated_at,
           c.deleted_at, previous_secrets_expire_at(c.previous_secrets) AS previous_secrets_expire_at,
+          c.ordering, c.block_on_failure,
           before.active <> %(active)s AS changed
 
 -- delete_config --
@@ -134,7 +142,8 @@ UPDATE configs
 SET deleted_at = now(), active = false, updated_at = now()
 WHERE id = %(id)s AND deleted_at IS NULL
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
-          previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at
+          previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
+          ordering, block_on_failure
 
 -- rotate_config_secret --
 -- Install a new secret; with a grace, the current one joins the unexpired previous secrets (newest first, the `keep` newest kept), each signing until its own grace ends; without one, drop them all
@@ -158,7 +167,8 @@ SET previous_secrets = CASE WHEN %(grace_seconds)s > 0 THEN (
     updated_at = now()
 WHERE id = %(id)s AND deleted_at IS NULL
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
-          previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at
+          previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
+          ordering, block_on_failure
 
 -- cancel_pending_deliveries_of_config --
 -- Cancel the pending deliveries of a config that was just deactivated or deleted

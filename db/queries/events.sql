@@ -3,7 +3,7 @@
 WITH input AS (
     -- An id repeated within the batch keeps its first occurrence, as a later batch would.
     SELECT DISTINCT ON (id) id, type, payload, occurred_at, message_key, ordering_key,
-           trace_parent, trace_state
+           trace_parent, trace_state, position
     FROM unnest(%(ids)s::text[], %(types)s::text[], %(payloads)s::text[],
                 %(occurred_at)s::timestamptz[], %(keys)s::bytea[], %(ordering_keys)s::text[],
                 %(trace_parents)s::text[], %(trace_states)s::text[]) WITH ORDINALITY
@@ -35,8 +35,11 @@ new_deliveries AS (
     INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at, ordering_key)
     SELECT e.id, c.id, e.type, now(), e.ordering_key
     FROM new_events e
+    JOIN input i ON i.id = e.id
     JOIN subscribed c ON c.event_types @> ARRAY[e.type]
-    ORDER BY e.id, c.id
+    -- In the batch's order (a partition's offsets): an ordered config numbers its keys'
+    -- deliveries in the order they are inserted.
+    ORDER BY i.position, c.id
     ON CONFLICT (event_id, config_id) DO NOTHING
     RETURNING id
 ),

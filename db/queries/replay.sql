@@ -31,6 +31,8 @@ target AS (
     SELECT id, status, config_id
     FROM deliveries
     WHERE id = %(id)s AND status IN ('failed', 'pending')
+      -- one waiting for its key's turn is not made due: that would break the key's order
+      AND NOT (status = 'pending' AND next_attempt_at IS NULL)
       AND config_id IN (SELECT id FROM config_now)
     FOR UPDATE
 ),
@@ -45,8 +47,9 @@ SELECT id AS delivery_id, action, replay_generation, next_attempt_at,
 FROM replayed
 
 -- replay_blocker --
--- Return why a delivery cannot be replayed: its status and whether its config is active and not deleted
-SELECT d.status, c.active AND c.deleted_at IS NULL AS config_active
+-- Return why a delivery cannot be replayed: its status, whether its config is active and not deleted, and whether it waits for an earlier delivery of its key
+SELECT d.status, c.active AND c.deleted_at IS NULL AS config_active,
+       d.status = 'pending' AND d.next_attempt_at IS NULL AS waits_for_its_key
 FROM deliveries d
 JOIN configs c ON c.id = d.config_id
 WHERE d.id = %(id)s
@@ -95,6 +98,7 @@ target AS (
     SELECT id, status
     FROM deliveries
     WHERE id IN (SELECT id FROM page) AND status IN ('failed', 'pending')
+      AND NOT (status = 'pending' AND next_attempt_at IS NULL)  -- waits for its key's turn
       AND config_id IN (SELECT id FROM configs_now)
     ORDER BY id
     FOR UPDATE

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.parse
 from datetime import UTC, datetime
 
 from db.deliveries import Claimed
@@ -35,12 +36,26 @@ def headers(claimed: Claimed, payload: bytes, *, now: float | None = None) -> di
     """Return the HTTP headers of an attempt, signed with every secret valid now."""
     timestamp = int(time.time() if now is None else now)
     secrets = [claimed.secret, *claimed.previous_secrets]
-    return {
+    sent = {
         **CONSTANT_HEADERS,
         **signature_headers(secrets, claimed.webhook_id, timestamp, payload),
         "webhook-attempt": str(claimed.attempt_count + 1),
         "webhook-replay-generation": str(claimed.replay_generation),
     }
+    if claimed.sequence is not None and claimed.ordering_key is not None:
+        sent["webhook-ordering-key"] = header_text(claimed.ordering_key)
+        sent["webhook-sequence"] = str(claimed.sequence)
+    return sent
+
+
+def header_text(text: str) -> str:
+    """Return `text` as an HTTP header value: printable ASCII as it is, every other byte of
+    its UTF-8 (and `%`) percent-encoded, as a URL's path is."""
+    return urllib.parse.quote(text, safe=HEADER_SAFE)
+
+
+# Printable ASCII but `%` (the escape itself): kept as it is in an ordering key's header.
+HEADER_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
 
 
 # Headers whose value the attempt's own row already holds (its delivery's webhook id, its

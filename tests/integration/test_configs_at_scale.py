@@ -53,7 +53,7 @@ def test_an_events_subscribers_are_found_through_the_subscriptions_index(make):
     event = events.new_event("evt-1", "order.paid", {}, max_payload=1 << 20)
     plan = _plan(make, QUERIES["ingest_events"], {
         "ids": [event.id], "types": [event.type], "payloads": [event.payload],
-        "occurred_at": [None], "keys": [None], "trace_parents": [None],
+        "occurred_at": [None], "keys": [None], "ordering_keys": [None], "trace_parents": [None],
         "trace_states": [None], "source": "api"})
     assert any(n.get("Index Name") == "configs_subscribed" for n in _nodes(plan)), \
         json.dumps(plan)

@@ -1,0 +1,153 @@
+"""Ordered delivery per key, through a real worker and a real endpoint: the deliveries of one
+key reach the endpoint one at a time and in the order their events were ingested, through
+retries, a failure that holds the key until its replay succeeds, and a switch back to
+unordered; other keys and unordered configs are not held."""
+
+from __future__ import annotations
+
+import collections
+import json
+import threading
+
+from db import configs, deliveries, events
+from db.vocabulary import Ordering
+from tests.helpers import wait_until
+from tests.receivers import Receiver, Reply
+
+
+def publish(make, type: str, n: int, key: str | None) -> None:
+    event = events.new_event(f"{type}-{n}", type, {"n": n}, max_payload=1 << 20,
+                             ordering_key=key)
+    events.publish(make.pool, event)
+
+
+class Script:
+    """An endpoint that fails the first attempt of some events with 503, records who is in
+    flight at once per key, and answers the rest with 200."""
+
+    def __init__(self, fail_first: set[int], status: int = 503) -> None:
+        self.fail_first = fail_first
+        self.status = status
+        self.seen: set[int] = set()
+        self.in_flight: collections.Counter = collections.Counter()
+        self.most_at_once = 0
+        self.succeeded: list[tuple[str | None, int, str | None]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, request) -> Reply:
+        n = json.loads(request.body)["data"]["n"]
+        key = request.headers.get("webhook-ordering-key")
+        with self.lock:
+            self.in_flight[key] += 1
+            self.most_at_once = max(self.most_at_once, self.in_flight[key])
+        try:
+            first = n not in self.seen
+            self.seen.add(n)
+            if first and n in self.fail_first:
+                return Reply(self.status, delay=0.02)
+            self.succeeded.append((key, n, request.headers.get("webhook-sequence")))
+            return Reply(200, delay=0.01)
+        finally:
+            with self.lock:
+                self.in_flight[key] -= 1
+
+
+def test_each_key_arrives_in_order_one_at_a_time_through_retries(make, start_worker):
+    script = Script(fail_first={0, 4, 7, 12, 13, 21})
+    receiver = Receiver(script)
+    try:
+        ordered = make.config(endpoint=receiver.url, event_types=["ledger"],
+                              ordering=Ordering.PER_KEY)
+        for n in range(30):
+            publish(make, "ledger", n, key=f"account-{n % 3}")
+        start_worker(min_backoff=0.2, max_backoff=0.5)
+        wait_until(lambda: len(script.succeeded) == 30, timeout=120)
+    finally:
+        receiver.stop()
+    for key in ("account-0", "account-1", "account-2"):
+        got = [(n, sequence) for k, n, sequence in script.succeeded if k == key]
+        assert [n for n, _ in got] == [n for n in range(30) if f"account-{n % 3}" == key]
+        assert [sequence for _, sequence in got] == [str(i) for i in range(1, 11)]
+    assert script.most_at_once == 1  # never two of one key at once
+    assert ordered.ordering is Ordering.PER_KEY
+
+
+def test_a_failure_holds_its_key_until_replayed_and_other_keys_go_on(make, start_worker):
+    script = Script(fail_first={1}, status=400)  # permanent: the delivery fails at once
+    receiver = Receiver(script)
+    try:
+        config = make.config(endpoint=receiver.url, event_types=["orders"],
+                             ordering=Ordering.PER_KEY)
+        for n in range(4):
+            publish(make, "orders", n, key="order-a")
+        publish(make, "orders", 10, key="order-b")
+        start_worker(min_backoff=0.2, max_backoff=0.5)
+        def key_a():
+            with make.pool.transaction() as cursor:
+                cursor.execute("SELECT id, status, next_attempt_at IS NULL, blocks_key "
+                               "FROM deliveries WHERE config_id = %s "
+                               "AND ordering_key = 'order-a' ORDER BY sequence", (config.id,))
+                return cursor.fetchall()
+
+        held = [("succeeded", True, False), ("failed", True, True),
+                ("pending", True, False), ("pending", True, False)]
+        wait_until(lambda: [row[1:] for row in key_a()] == held, timeout=60)
+        rows = key_a()
+        wait_until(lambda: sorted(n for _, n, _ in script.succeeded) == [0, 10], timeout=60)
+        # A waiting delivery cannot be expedited past its key's failure.
+        with make.pool.transaction() as cursor:
+            try:
+                deliveries.replay(cursor, rows[2][0])
+            except Exception as refused:
+                assert "waits for an earlier delivery of its ordering key" in str(refused)
+            else:
+                raise AssertionError("a waiting delivery was expedited")
+        with make.pool.transaction() as cursor:
+            deliveries.replay(cursor, rows[1][0])  # answered 200 this time
+        wait_until(lambda: len(script.succeeded) == 5, timeout=60)
+    finally:
+        receiver.stop()
+    assert [n for key, n, _ in script.succeeded if key == "order-a"] == [0, 1, 2, 3]
+
+
+def test_without_block_on_failure_the_key_moves_on(make, start_worker):
+    script = Script(fail_first={1}, status=400)
+    receiver = Receiver(script)
+    try:
+        make.config(endpoint=receiver.url, event_types=["moves"], ordering=Ordering.PER_KEY,
+                    block_on_failure=False)
+        for n in range(3):
+            publish(make, "moves", n, key="k")
+        start_worker(min_backoff=0.2, max_backoff=0.5)
+        wait_until(lambda: len(script.succeeded) == 2, timeout=60)
+    finally:
+        receiver.stop()
+    assert [n for _, n, _ in script.succeeded] == [0, 2]
+
+
+def test_switched_to_unordered_the_waiting_deliveries_become_due(make):
+    config = make.config(event_types=["switch"], ordering=Ordering.PER_KEY)
+    for n in range(3):
+        publish(make, "switch", n, key="k")
+    publish(make, "switch", 9, key=None)  # no key: never waits
+
+    def waiting():
+        with make.pool.transaction() as cursor:
+            cursor.execute("SELECT count(*) FROM deliveries WHERE config_id = %s "
+                           "AND status = 'pending' AND next_attempt_at IS NULL", (config.id,))
+            return cursor.fetchone()[0]
+
+    assert waiting() == 2  # the head is due, the two behind it wait
+    configs.update(make.pool, config.id, ordering=Ordering.UNORDERED)
+    assert waiting() == 0
+
+
+def test_an_unordered_config_on_the_same_keys_is_not_held(make):
+    unordered = make.config(event_types=["both"])
+    make.config(event_types=["both"], ordering=Ordering.PER_KEY)
+    for n in range(3):
+        publish(make, "both", n, key="k")
+    with make.pool.transaction() as cursor:
+        cursor.execute("SELECT count(*), count(sequence) FROM deliveries WHERE config_id = %s "
+                       "AND next_attempt_at IS NOT NULL", (unordered.id,))
+        assert cursor.fetchone() == (3, 0)
