@@ -52,7 +52,12 @@ BEGIN
     ),
     heads AS (
         SELECT t.config_id, t.ordering_key, t.ordered, head.id AS head_id,
-               head.status = 'pending' AS head_pending
+               -- due only with nothing of the key in flight: a replayed earlier delivery
+               -- waits for a later one already sent to be settled
+               head.status = 'pending' AND NOT EXISTS (
+                   SELECT 1 FROM deliveries f
+                   WHERE f.config_id = t.config_id AND f.ordering_key = t.ordering_key
+                     AND f.sequence IS NOT NULL AND f.status = 'delivering') AS head_pending
         FROM touched t
         LEFT JOIN LATERAL (
             SELECT d.id, d.status
