@@ -9,7 +9,7 @@ from typing import Annotated
 
 import strawberry
 
-from db import configs, health, inspection, rates, rejected, stalls
+from db import configs, health, inspection, ordering, rates, rejected, stalls
 from db.errors import InvalidInput, NotFound
 from graphql_schema import arguments, cursors, filters, history
 from graphql_schema.connections import (
@@ -175,6 +175,7 @@ class Query:
             oldest_due_age_seconds=numbers.oldest_due_age_seconds,
             rejected_events=rejected.count(pool),
             stalled_partitions=[StalledPartition.from_row(row) for row in stalls.listed(pool)],
+            blocked_keys=ordering.count_blocked(pool),
         )
 
     @strawberry.field(description="Attempts by outcome per time bucket and per config over the "

@@ -11,7 +11,7 @@ from typing import Any
 
 import strawberry
 
-from db import deliveries, inspection, replays
+from db import deliveries, inspection, ordering, replays
 from db import filters as db_filters
 from db.errors import InvalidInput
 from db.vocabulary import REPLAYABLE, Status
@@ -129,8 +129,27 @@ def _dry_run(info: Info, filter: DeliveryFilter) -> BulkReplayResult:
         sample=[DeliverySummary.from_row(row) for row in sample])
 
 
+@strawberry.type(description="A failed delivery skipped: its key goes on past it.")
+class SkipResult:
+    delivery_id: strawberry.ID
+    ordering_key: str
+    sequence: int
+
+
 @strawberry.type
 class ReplayMutations:
+    @operator_mutation(
+        description="Let the ordering key a failed delivery holds go on past it: the next "
+                    "delivery of the key becomes due. The delivery stays failed (and can "
+                    "still be replayed: then it holds its key again if it fails again). "
+                    "NOT_ELIGIBLE unless it is failed and holds its key.")
+    def skip_delivery(self, info: Info, id: strawberry.ID) -> SkipResult:
+        number = arguments.delivery_id(id)
+        with info.context.pool.transaction() as cursor:
+            skipped = ordering.skip(cursor, number)
+        return SkipResult(delivery_id=strawberry.ID(str(skipped.id)),
+                          ordering_key=skipped.ordering_key, sequence=skipped.sequence)
+
     @operator_mutation(
         description="Replay a failed delivery (new generation) or expedite a pending one. "
                     "Needs the Idempotency-Key header; a key repeats its first result for 24 h.")

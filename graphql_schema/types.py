@@ -12,7 +12,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from db import health as health_rows
-from db import inspection, rates
+from db import inspection, ordering, rates
 from db.configs import Config as ConfigRow
 from db.errors import InvalidInput
 from db.health import Health as HealthRow
@@ -20,6 +20,7 @@ from db.rates import AttemptRate
 from db.rejected import RejectedEvent as RejectedRow
 from db.stalls import StalledPartition as StalledRow
 from db.vocabulary import Ordering, Status
+from graphql_schema import cursors
 from graphql_schema.context import Info
 
 # The API's name for `Status`, member for member: a value of one is equal to the other's.
@@ -198,6 +199,24 @@ class Config:
             found = rates.recent(info.context.pool, [self.id], since=rate_window(hours))[self.id]
         return RecentAttempts(hours=hours, attempts=found.attempts, succeeded=found.succeeded)
 
+    @strawberry.field(description="Ordered: the keys a failed delivery holds now, by key; "
+                                  "page with `first` (1 to 1000) and `after` (a key's cursor).")
+    def blocked_keys(self, info: Info, first: int = 100,
+                     after: str | None = None) -> BlockedKeyConnection:
+        if not 1 <= first <= 1000:
+            raise InvalidInput("first: must be between 1 and 1000")
+        after_key = None
+        if after is not None:
+            after_key = cursors.decode("blockedKeys", after).get("key")
+            if not isinstance(after_key, str):
+                raise InvalidInput("after: not a cursor of this listing")
+        rows = ordering.blocked_keys(info.context.pool, self.id, limit=first + 1,
+                                     after=after_key)
+        edges = [BlockedKeyEdge(cursor=cursors.encode("blockedKeys", key=row.ordering_key),
+                                node=BlockedKey.from_row(row)) for row in rows[:first]]
+        return BlockedKeyConnection(edges=edges, has_next_page=len(rows) > first,
+                                    end_cursor=edges[-1].cursor if edges else None)
+
     @strawberry.field(description="Pause and circuit breaker state.")
     def health(self, info: Info) -> ConfigHealth:
         return ConfigHealth.from_row(self._health(info))
@@ -228,6 +247,37 @@ class Config:
                    ordering=DeliveryOrdering(row.ordering.value),
                    block_on_failure=row.block_on_failure,
                    health_row=health, rates_of_page=rates_of_page)
+
+
+@strawberry.type(description="An ordering key held by a failed delivery: nothing later of "
+                             "it is sent until that delivery is replayed and succeeds, or "
+                             "skipped.")
+class BlockedKey:
+    ordering_key: str
+    delivery_id: strawberry.ID = strawberry.field(description="The failed delivery holding it.")
+    sequence: int
+    since: datetime = strawberry.field(description="When that delivery failed.")
+    last_status_code: int | None
+    last_error: str | None
+    waiting: int = strawberry.field(description=(
+        f"Deliveries of the key waiting behind it, counted up to {ordering.WAITING_BOUND:,}."))
+
+    @classmethod
+    def from_row(cls, row: ordering.BlockedKey) -> BlockedKey:
+        return cls(**{**vars(row), "delivery_id": strawberry.ID(str(row.delivery_id))})
+
+
+@strawberry.type
+class BlockedKeyEdge:
+    cursor: str
+    node: BlockedKey
+
+
+@strawberry.type(description="Ordering keys held by a failure, by key.")
+class BlockedKeyConnection:
+    edges: list[BlockedKeyEdge]
+    has_next_page: bool
+    end_cursor: str | None
 
 
 @strawberry.type(description="A config's attempts over a recent window.")
@@ -322,6 +372,9 @@ class Stats:
     rejected_events: int = strawberry.field(description="Broker messages rejected.")
     stalled_partitions: list[StalledPartition] = strawberry.field(
         description="Kafka partitions held because their next batch cannot be decoded.")
+    blocked_keys: int = strawberry.field(
+        default=0, description="Ordering keys held by a failed delivery, over every ordered "
+                               "config (Config.blockedKeys lists them).")
 
 
 @strawberry.type

@@ -15,6 +15,8 @@ ALTER TABLE configs ADD COLUMN IF NOT EXISTS block_on_failure boolean NOT NULL D
 
 ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS sequence bigint;
 ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS blocks_key boolean NOT NULL DEFAULT false;
+-- An operator let the key go on past this failed delivery (skipDelivery): it holds it no more.
+ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS skipped_at timestamptz;
 
 -- Each ordered config's keys and the last sequence each has given; its row is the lock that
 -- serialises the numbering and the turns of one key.
@@ -134,15 +136,18 @@ BEGIN
             WHERE n.sequence IS NOT NULL
               AND (n.status IS DISTINCT FROM o.status
                    OR n.next_attempt_at IS DISTINCT FROM o.next_attempt_at
-                   OR n.blocks_key IS DISTINCT FROM o.blocks_key)
+                   OR n.blocks_key IS DISTINCT FROM o.blocks_key
+                   OR n.skipped_at IS DISTINCT FROM o.skipped_at)
         ),
         blocking AS (
             UPDATE deliveries d
-            SET blocks_key = (d.status = 'failed' AND c.block_on_failure)
+            SET blocks_key = (d.status = 'failed' AND c.block_on_failure
+                              AND d.skipped_at IS NULL)
             FROM changed x
             JOIN configs c ON c.id = x.config_id
             WHERE d.id = x.id
-              AND d.blocks_key IS DISTINCT FROM (d.status = 'failed' AND c.block_on_failure)
+              AND d.blocks_key IS DISTINCT FROM (d.status = 'failed' AND c.block_on_failure
+                                                 AND d.skipped_at IS NULL)
             RETURNING d.id
         )
         SELECT array_agg(config_id), array_agg(ordering_key) INTO config_ids, keys
@@ -183,9 +188,11 @@ DECLARE
     config_ids text[];
     keys text[];
 BEGIN
-    UPDATE deliveries d SET blocks_key = (d.status = 'failed' AND NEW.block_on_failure)
+    UPDATE deliveries d
+    SET blocks_key = (d.status = 'failed' AND NEW.block_on_failure AND d.skipped_at IS NULL)
     WHERE d.config_id = NEW.id AND d.sequence IS NOT NULL AND d.status = 'failed'
-      AND d.blocks_key IS DISTINCT FROM (d.status = 'failed' AND NEW.block_on_failure);
+      AND d.blocks_key IS DISTINCT FROM (d.status = 'failed' AND NEW.block_on_failure
+                                         AND d.skipped_at IS NULL);
     SELECT array_agg(config_id), array_agg(ordering_key) INTO config_ids, keys
     FROM ordering_keys WHERE config_id = NEW.id;
     IF config_ids IS NOT NULL THEN
@@ -202,6 +209,9 @@ EXECUTE FUNCTION settle_config_keys();
 
 -- concurrently --
 ALTER TABLE deliveries VALIDATE CONSTRAINT deliveries_pending_has_due_or_waits;
+-- The keys held by a failure, per config (Config.blockedKeys, stats.blockedKeys).
+CREATE INDEX CONCURRENTLY IF NOT EXISTS deliveries_blocking_keys
+    ON deliveries (config_id, ordering_key) WHERE blocks_key;
 -- A key's deliveries in order, those that can be its head: the turns walk it.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS deliveries_key_turns
     ON deliveries (config_id, ordering_key, sequence)

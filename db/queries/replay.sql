@@ -9,6 +9,7 @@ SET status = 'pending',
                                  ELSE d.generation_started_at END,
     last_backoff_seconds = CASE WHEN t.status = 'failed' THEN NULL
                                 ELSE d.last_backoff_seconds END,
+    skipped_at = CASE WHEN t.status = 'failed' THEN NULL ELSE d.skipped_at END,
     next_attempt_at = least(d.next_attempt_at, now()),
     updated_at = now()
 FROM target t

@@ -62,6 +62,7 @@ def test_every_mutation_is_forbidden_to_a_viewer(viewer, make):
         "rotateConfigSecret": f'(id: "{config.id}") {{ secret }}',
         "publishEvent": '(input: {type: "order.created", payload: {}}) { eventId }',
         "replayDelivery": f'(id: "{delivery_id}") {{ action }}',
+        "skipDelivery": f'(id: "{delivery_id}") {{ sequence }}',
         "replayDeliveries": '(filter: {createdAtFrom: "2020-01-01T00:00:00Z"}) { hasMore }',
         "pauseConfig": f'(id: "{config.id}") {{ changed }}',
         "resumeConfig": f'(id: "{config.id}") {{ changed }}',

@@ -1,0 +1,29 @@
+-- skip_delivery --
+-- Let an ordered key go on past its failed delivery that holds it (the delivery stays failed and replayable); return it, or nothing when it holds no key
+UPDATE deliveries
+SET skipped_at = now(), updated_at = now()
+WHERE id = %(id)s AND status = 'failed' AND blocks_key
+RETURNING id, ordering_key, sequence
+
+-- blocked_keys --
+-- Page through a config's keys held by a failed delivery, by key after a cursor: each with the delivery that holds it, since when, and how many deliveries wait behind it (counted up to a bound)
+SELECT d.ordering_key, d.id AS delivery_id, d.sequence, d.updated_at AS since,
+       d.last_status_code, d.last_error,
+       (SELECT count(*) FROM (SELECT 1 FROM deliveries w
+                              WHERE w.config_id = d.config_id
+                                AND w.ordering_key = d.ordering_key
+                                AND w.sequence IS NOT NULL AND w.status = 'pending'
+                              LIMIT %(waiting_bound)s) w) AS waiting
+FROM deliveries d
+WHERE d.config_id = %(config_id)s AND d.blocks_key
+  AND (%(after)s::text IS NULL OR d.ordering_key > %(after)s::text)
+ORDER BY d.ordering_key
+LIMIT %(limit)s
+
+-- count_blocked_keys --
+-- Count the keys held by a failed delivery, over every ordered config
+SELECT count(*) AS blocked FROM deliveries WHERE blocks_key
+
+-- skip_blocker --
+-- Return why a delivery cannot be skipped: its status and whether it has an ordered key
+SELECT status, sequence IS NOT NULL AS ordered FROM deliveries WHERE id = %(id)s
