@@ -14,7 +14,7 @@ from collections.abc import Callable
 import gevent
 import gevent.event
 
-from db import health, inspection
+from db import health, inspection, ordering
 from db.errors import DatabaseUnavailable
 from db.pool import ConnectionPool
 from service.dispatch.dispatcher import Dispatcher
@@ -104,6 +104,7 @@ class Worker:
                      stats.oldest_due_age_seconds)
         gauges.health(in_flight=health.in_flight(self.pool),
                       suppressed=health.held_due(self.pool, cap=QUEUE_DEPTH_CAP))
+        gauges.blocked_keys(ordering.count_blocked(self.pool))
 
     def stop(self) -> None:
         """Stop claiming, let in-flight attempts finish (bounded), hand back the rest."""

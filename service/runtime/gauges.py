@@ -39,6 +39,12 @@ class Gauges:
             "webhooks_oldest_due_delivery_age_seconds", unit="s",
             callbacks=[self._observe_oldest_due_age],
             description="How long the oldest due pending delivery has waited (0: none due)")
+        self._blocked_keys: int | None = None
+        meter.create_observable_gauge(
+            "webhooks_blocked_ordering_keys", callbacks=[self._observe_blocked_keys],
+            description="Ordering keys held by a failed delivery (ordered configs with "
+                        "blockOnFailure): nothing later of them is sent until it is replayed "
+                        "and succeeds, or skipped")
         meter.create_observable_gauge(
             "webhooks_kafka_consumer_lag", callbacks=[self._observe_kafka_lag],
             description="Messages of a partition not yet stored and committed by this worker")
@@ -58,6 +64,13 @@ class Gauges:
         self._queue = {status: min(by_status.get(status, 0), QUEUE_DEPTH_CAP)
                        for status in Status}
         self._oldest_due_age = oldest_due_age or 0.0
+
+    def blocked_keys(self, count: int) -> None:
+        """Set how many ordering keys a failure holds now (refreshed with the queue gauges)."""
+        self._blocked_keys = count
+
+    def _observe_blocked_keys(self, options: CallbackOptions) -> list[Observation]:
+        return [] if self._blocked_keys is None else [Observation(self._blocked_keys)]
 
     def kafka_lag(self, lags: Mapping[tuple[str, int], int]) -> None:
         """Replace the lag of each (topic, partition) this worker consumes."""

@@ -15,6 +15,14 @@ from tests.helpers import wait_until
 from tests.receivers import Receiver, Reply
 
 
+def _metric(worker, name: str) -> float:
+    """Return the worker's unlabelled sample of `name` (its Prometheus text; 0 when absent)."""
+    for line in worker.telemetry.prometheus_text().decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
 def publish(make, type: str, n: int, key: str | None) -> None:
     event = events.new_event(f"{type}-{n}", type, {"n": n}, max_payload=1 << 20,
                              ordering_key=key)
@@ -81,7 +89,7 @@ def test_a_failure_holds_its_key_until_replayed_and_other_keys_go_on(make, start
         for n in range(4):
             publish(make, "orders", n, key="order-a")
         publish(make, "orders", 10, key="order-b")
-        start_worker(min_backoff=0.2, max_backoff=0.5)
+        worker = start_worker(min_backoff=0.2, max_backoff=0.5)
         def key_a():
             with make.pool.transaction() as cursor:
                 cursor.execute("SELECT id, status, next_attempt_at IS NULL, blocks_key "
@@ -94,6 +102,8 @@ def test_a_failure_holds_its_key_until_replayed_and_other_keys_go_on(make, start
         wait_until(lambda: [row[1:] for row in key_a()] == held, timeout=60)
         rows = key_a()
         wait_until(lambda: sorted(n for _, n, _ in script.succeeded) == [0, 10], timeout=60)
+        worker.measure_queue()  # the gauges' periodic refresh, now
+        assert _metric(worker, "webhooks_blocked_ordering_keys") == 1
         # A waiting delivery cannot be expedited past its key's failure.
         with make.pool.transaction() as cursor:
             try:
