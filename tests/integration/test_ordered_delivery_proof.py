@@ -3,7 +3,8 @@ whose endpoint answers 5xx to a random fifth of first attempts and hangs past th
 now and then, two worker processes, one of them SIGKILLed mid-run and another started: for
 every key, the endpoint's first successful receipts are in publish order with none missing;
 an unordered config on the same events gets every one of them too. (The full size, 10,000
-events over 200 keys, is the same code with other numbers.)"""
+events over 200 keys, is the same code with other numbers.) And the same with keyed messages
+of another Kafka client over several partitions."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from db import events
 from db.vocabulary import Ordering
 from tests.helpers import PATIENCE, wait_until, worker_process
+from tests.kafka import consumer_settings
 from tests.receivers import Receiver, Reply
 
 pytestmark = pytest.mark.slow
@@ -96,3 +98,38 @@ def test_every_keys_first_successes_arrive_in_publish_order_through_faults_and_a
     assert sum(ordered_script.attempts.values()) > EVENTS  # the faults happened
     assert make.count("SELECT count(*) FROM deliveries WHERE config_id = %s AND "
                       "sequence IS NULL", (ordered.id,)) == 0
+
+
+def test_keyed_messages_of_another_client_over_four_partitions_arrive_in_offset_order(
+        make, producers, topic, start_worker):
+    """librdkafka (confluent-kafka) writes keyed messages; each key's partition holds them in
+    the order sent: an ordered config delivers each key in that order through 5xx faults;
+    the unordered config beside it gets all of them too."""
+    script, unordered_script = Flaky(), Flaky()
+    receiver, unordered_receiver = Receiver(script), Receiver(unordered_script)
+    count, keys = 400, 20
+    try:
+        make.config(endpoint=receiver.url, event_types=["kafka.ledger"],
+                    ordering=Ordering.PER_KEY)
+        make.config(endpoint=unordered_receiver.url, event_types=["kafka.ledger"])
+        producer = producers("confluent-kafka")
+        for n in range(count):
+            producer.send(topic.name, {"type": "kafka.ledger", "id": f"k-{n}",
+                                       "payload": {"n": n}},
+                          key=f"customer-{n % keys}".encode())
+        producer.flush()
+        start_worker(min_backoff=0.1, max_backoff=0.5, http_timeout=2.0, claim_timeout=10.0,
+                     **consumer_settings(topic))
+        wait_until(lambda: make.count(
+            "SELECT count(*) FROM deliveries WHERE status = 'succeeded'") == 2 * count,
+            timeout=5 * PATIENCE)
+    finally:
+        receiver.stop()
+        unordered_receiver.stop()
+    by_key = collections.defaultdict(list)
+    for key, n in script.first_successes:
+        by_key[key].append(n)
+    assert len(by_key) == keys
+    for key, received in by_key.items():
+        assert received == [n for n in range(count) if f"customer-{n % keys}" == key], key
+    assert unordered_script.succeeded == set(range(count))
