@@ -7,7 +7,8 @@ ingest, latency, backlog, isolation (bench/isolation.py: one bad endpoint beside
 pooler (dispatch and latency through PgBouncer in transaction mode, Debian's package);
 peers needs the bench extra (pip install -e '.[dev,bench]'), the others what dev installs.
 `python -m bench history --help`: the history-at-scale run, with its own flags;
-`python -m bench configs --help`: the many-configs run, with its own flags.
+`python -m bench configs --help`: the many-configs run, with its own flags;
+`python -m bench ordering --help`: what ordered delivery costs, with its own flags.
 """
 
 from service.patch import patch
@@ -165,6 +166,9 @@ def main() -> int:
     if sys.argv[1:2] == ["configs"]:
         from bench import configs
         return configs.main(sys.argv[2:])
+    if sys.argv[1:2] == ["ordering"]:
+        from bench import ordering
+        return ordering.main(sys.argv[2:])
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenarios", nargs="*", default=["all"],

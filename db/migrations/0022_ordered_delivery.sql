@@ -41,6 +41,8 @@ ALTER TABLE deliveries DROP CONSTRAINT IF EXISTS deliveries_pending_has_due;
 -- got here before has committed and is seen.
 CREATE OR REPLACE FUNCTION settle_key_turns(config_ids text[], keys text[]) RETURNS void
 LANGUAGE plpgsql AS $$
+DECLARE
+    released integer;
 BEGIN
     PERFORM 1 FROM ordering_keys k
     JOIN unnest(config_ids, keys) AS t (config_id, ordering_key)
@@ -81,6 +83,12 @@ BEGIN
       AND d.sequence IS NOT NULL AND d.status = 'pending'
       AND (d.next_attempt_at IS NULL)
           <> NOT (NOT h.ordered OR (d.id = h.head_id AND h.head_pending));
+    -- A delivery that became due wakes the dispatchers at commit, as any other does (one
+    -- that was made to wait wakes them for nothing, which costs a claim that finds it gone).
+    GET DIAGNOSTICS released = ROW_COUNT;
+    IF released > 0 THEN
+        PERFORM notify_deliveries_due();
+    END IF;
 END
 $$;
 

@@ -161,3 +161,19 @@ def test_an_unordered_config_on_the_same_keys_is_not_held(make):
         cursor.execute("SELECT count(*), count(sequence) FROM deliveries WHERE config_id = %s "
                        "AND next_attempt_at IS NOT NULL", (unordered.id,))
         assert cursor.fetchone() == (3, 0)
+
+
+def test_the_next_delivery_of_a_key_is_woken_for_not_polled_for(make, start_worker):
+    """Each success makes the key's next delivery due in the record's transaction, which
+    wakes the dispatchers: a chain of five goes through long before a one-minute poll."""
+    script = Script(fail_first=set())
+    receiver = Receiver(script)
+    try:
+        make.config(endpoint=receiver.url, event_types=["chain"], ordering=Ordering.PER_KEY)
+        start_worker(retry_period=60.0)
+        for n in range(5):
+            publish(make, "chain", n, key="k")
+        wait_until(lambda: len(script.succeeded) == 5, timeout=30)
+    finally:
+        receiver.stop()
+    assert [n for _, n, _ in script.succeeded] == [0, 1, 2, 3, 4]
