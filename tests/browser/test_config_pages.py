@@ -1,5 +1,6 @@
 """Configs in the dashboard: created with the secret shown once, deactivated with a count,
-paused and resumed, edited, rotated, reset and deleted from the keyboard."""
+paused and resumed, edited, rotated, reset and deleted from the keyboard; an ordered config's
+held key replayed from its page."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import requests
 
-from db import configs
+from db import configs, events
 from tests.browser.conftest import UNCLAIMED, open_page, shoot, sign_in
+from tests.helpers import wait_until
+from tests.receivers import Receiver, Reply
 
 
 def test_configs_are_created_with_the_secret_shown_once_and_deactivated_with_a_count(
@@ -114,3 +117,40 @@ def test_an_operator_edits_rotates_resets_and_deletes_a_config_from_the_keyboard
     page.wait_for_selector("text=Deleted; 0 pending deliveries cancelled.")
     assert configs.get(seed.pool, config.id) is None
     assert console.errors == []
+
+
+def test_an_ordered_configs_held_key_is_shown_and_replayed_from_its_page(
+        browser, service_url, seed, operator_token):
+    answers = {"ok": False}
+    receiver = Receiver(lambda request: Reply(200) if answers["ok"] else Reply(400))
+    try:
+        config = seed.config(endpoint=receiver.url, event_types=["ledger.posted"],
+                             name="ledger", ordering="per_key")
+        first = _keyed_event(seed, "ledger.posted", 1, "acct-7")
+        second = _keyed_event(seed, "ledger.posted", 2, "acct-7")
+        wait_until(lambda: seed.row(first)["status"] == "failed", timeout=60)
+        page, console = open_page(browser)
+        sign_in(page, service_url, operator_token)
+        page.goto(f"{service_url}/#/configs/{config.id}")
+        held = page.locator("section[aria-label='Held keys']")
+        held.locator("text=acct-7").wait_for()
+        assert "Held keys (1)" in held.inner_text()
+        row = held.locator("tbody tr")
+        assert row.locator("td").nth(4).inner_text() == "1"  # the second waits behind it
+        assert "per key, a failure holds its key" in page.locator(".facts").inner_text()
+        shoot(page, "config-held-keys")
+        answers["ok"] = True
+        row.locator("button:has-text('Replay')").click()
+        wait_until(lambda: seed.row(second)["status"] == "succeeded", timeout=60)
+        assert seed.row(first)["status"] == "succeeded"
+        page.reload()
+        page.wait_for_selector("text=No key is held")
+        assert console.errors == []
+    finally:
+        receiver.stop()
+
+
+def _keyed_event(seed, type: str, n: int, key: str) -> int:
+    event = events.new_event(f"{type}-{n}", type, {"n": n}, max_payload=1000, ordering_key=key)
+    (delivery_id,) = events.publish(seed.pool, event).delivery_ids
+    return int(delivery_id)

@@ -1,7 +1,7 @@
 // Configs: the list with recent success rates, creation, and one config's page with its
 // chart, edit form and the operator's actions (rotate secret, activate, deactivate, delete).
 
-import { describe, gql, viewer } from "../api.js";
+import { describe, gql, newKey, viewer } from "../api.js";
 import { rememberConfigs } from "../picker.js";
 import {
   ask, attemptChart, badge, failure, h, heading, loading, notify, number, percent, startPage, table,
@@ -23,7 +23,13 @@ const PAGE = 50;
 const SEARCH_DELAY_MS = 250; // typing pauses this long before the list follows
 
 const CONFIG = `query Config($id: ID!, $ids: [ID!]) {
-  config(id: $id) { ${CONFIG_FIELDS} }
+  config(id: $id) {
+    ${CONFIG_FIELDS} ordering blockOnFailure
+    blockedKeys(first: 50) {
+      edges { node { orderingKey deliveryId sequence since lastStatusCode lastError waiting } }
+      hasNextPage
+    }
+  }
   attemptHistory(hours: 24, bucketMinutes: 60, configIds: $ids) {
     since bucketSeconds complete
     buckets { start attempts succeeded outcomes { outcome count } }
@@ -49,6 +55,8 @@ const DEACTIVATE = `mutation Deactivate($id: ID!) {
   deactivateConfig(id: $id) { cancelledDeliveries }
 }`;
 const DELETE = `mutation Delete($id: ID!) { deleteConfig(id: $id) { cancelledDeliveries } }`;
+const REPLAY = `mutation Replay($id: ID!) { replayDelivery(id: $id) { action } }`;
+const SKIP = `mutation Skip($id: ID!) { skipDelivery(id: $id) { orderingKey sequence } }`;
 const PAUSE = `mutation Pause($id: ID!) { pauseConfig(id: $id) { message } }`;
 const RESUME = `mutation Resume($id: ID!) { resumeConfig(id: $id) { message } }`;
 const RESET = `mutation Reset($id: ID!) { resetCircuit(id: $id) { message } }`;
@@ -175,6 +183,41 @@ export async function configsPage({ query }) {
   keepTyping();
 }
 
+/** The ordering keys a failed delivery holds, each with Replay and Skip for an operator. */
+function heldKeys(config, reload) {
+  const keys = config.blockedKeys.edges.map((edge) => edge.node);
+  const act = async (mutation, id, done, options = {}) => {
+    try {
+      const data = await gql(mutation, { id }, options);
+      await reload();
+      notify(done(data));
+    } catch (error) {
+      notify(describe(error), "error");
+    }
+  };
+  return h("section", { "aria-label": "Held keys" },
+    h("h2", {}, `Held keys (${keys.length}${config.blockedKeys.hasNextPage ? "+" : ""})`),
+    keys.length ? table(["Key", "Held by", "Since", "Last answer", "Waiting", ""],
+      keys.map((key) => h("tr", {},
+        h("td", {}, h("code", {}, key.orderingKey)),
+        h("td", {}, h("a", { href: `#/deliveries/${key.deliveryId}` },
+          `${key.deliveryId} (#${key.sequence})`)),
+        h("td", {}, time(key.since)),
+        h("td", { class: "wrap" }, key.lastError || String(key.lastStatusCode ?? "—")),
+        h("td", { class: "num" }, number(key.waiting)),
+        h("td", {}, viewer.canMutate ? h("div", { class: "actions" },
+          h("button", { type: "button", onclick: () => act(REPLAY, key.deliveryId,
+            () => `Delivery ${key.deliveryId} replayed: the key goes on once it succeeds.`,
+            { idempotencyKey: newKey() }) }, "Replay"),
+          h("button", { type: "button", class: "danger", onclick: async () => {
+            if (!await ask(`Skip delivery ${key.deliveryId}? Key ${key.orderingKey} goes on ` +
+              "without it; it stays failed, and can still be replayed.", "Skip")) return;
+            act(SKIP, key.deliveryId, () => `Key ${key.orderingKey} goes on past ` +
+              `delivery ${key.deliveryId}.`);
+          } }, "Skip")) : null))))
+      : h("p", { class: "muted" }, "No key is held: every key's deliveries flow."));
+}
+
 // The secret of a config just created, shown once on the config's page, then forgotten.
 let secretToShow = null;
 
@@ -191,13 +234,20 @@ function configForm(config, onSubmit, label) {
     required: true, value: config?.endpoint || "", placeholder: "https://example.com/hooks" });
   const types = h("input", { id: "config-types", name: "eventTypes", required: true,
     value: config ? config.eventTypes.join(", ") : "", placeholder: "order.paid, order.refunded" });
+  const ordering = h("select", { id: "config-ordering", name: "ordering" },
+    h("option", { value: "UNORDERED" }, "unordered: each delivery on its own"),
+    h("option", { value: "PER_KEY", selected: config?.ordering === "PER_KEY" },
+      "per key: one key's deliveries one at a time, in order"));
+  const block = h("input", { id: "config-block", name: "blockOnFailure", type: "checkbox",
+    checked: config ? config.blockOnFailure : true });
   const error = h("p", { class: "error", role: "alert", hidden: true });
   return h("form", { class: "card form", onsubmit: async (event) => {
     event.preventDefault();
     error.hidden = true;
     try {
       await onSubmit({ name: name.value.trim() || null, endpoint: endpoint.value.trim(),
-        eventTypes: typesOf(types.value) });
+        eventTypes: typesOf(types.value), ordering: ordering.value,
+        blockOnFailure: block.checked });
     } catch (failed) {
       error.textContent = describe(failed);
       error.hidden = false;
@@ -206,6 +256,9 @@ function configForm(config, onSubmit, label) {
   h("label", { for: "config-name" }, "Name"), name,
   h("label", { for: "config-endpoint" }, "Endpoint URL"), endpoint,
   h("label", { for: "config-types" }, "Event types (comma-separated, exact)"), types,
+  h("label", { for: "config-ordering" }, "Ordering"), ordering,
+  h("label", { class: "check", for: "config-block" }, block,
+    " a failed delivery holds its key until replayed (ordered only)"),
   error,
   h("button", { type: "submit" }, label));
 }
@@ -293,6 +346,8 @@ export async function configPage({ params: [id] }) {
       h("dt", {}, "Endpoint"), h("dd", { class: "wrap" }, config.endpoint),
       h("dt", {}, "Event types"), h("dd", {}, config.eventTypes.join(", ")),
       h("dt", {}, "Health"), h("dd", {}, healthText(config.health)),
+      h("dt", {}, "Ordering"), h("dd", {}, config.ordering === "PER_KEY"
+        ? `per key${config.blockOnFailure ? ", a failure holds its key" : ""}` : "unordered"),
       h("dt", {}, "Last failure"), h("dd", { class: "wrap" }, config.health.lastFailure || "—"),
       h("dt", {}, "Success rate (24 h)"),
       h("dd", {}, rate ? `${percent(rate.successRate)} of ${number(rate.attempts)} attempts`
@@ -304,6 +359,7 @@ export async function configPage({ params: [id] }) {
       h("dt", {}, "Created"), h("dd", {}, time(config.createdAt)),
       h("dt", {}, "Updated"), h("dd", {}, time(config.updatedAt))),
     viewer.canMutate ? actions(config, pending, reload) : null,
+    config.ordering === "PER_KEY" ? heldKeys(config, reload) : null,
     h("section", {}, h("h2", {}, "Attempts, last 24 hours"), attemptChart(history)),
     h("p", {}, h("a", { href: deliveries }, "All deliveries of this config")),
     viewer.canMutate ? h("section", {}, h("h2", {}, "Edit"),
