@@ -380,7 +380,7 @@ def main(argv: list[str]) -> int:
         options.sizes, options.workers = [60], [1]
         options.window, options.warmup, options.timeout = 200, 0, 120.0
         options.latency_events, options.latency_rate = 10, 20.0
-        options.fan_out, options.fan_out_events, options.api_repeat = 50, 2, 3
+        options.fan_out, options.fan_out_events, options.api_repeat = 50, 1, 1
         options.fast_unsafe = True
 
     def progress(text: str) -> None:

@@ -10,7 +10,7 @@ import psycopg2
 from db import configs, events
 from db.sql import QUERIES
 
-MANY = 50_000
+MANY = 25_000
 
 
 def _add_many(make, *, event_type: str = "other") -> None:

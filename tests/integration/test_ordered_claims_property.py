@@ -55,7 +55,7 @@ def _check_turns(make, config_id) -> None:
             assert due[0][0] == unsettled[0][0] and not flying, (key, rows)
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(operations=OPERATIONS, block=st.booleans())
 def test_any_interleaving_keeps_each_key_in_order(make, operations, block):
     config = make.config(event_types=[f"prop-{make.count('SELECT count(*) FROM configs')}"],

@@ -1,4 +1,4 @@
-"""The proof of ordered delivery, at test size: 2,000 events over 50 keys to an ordered config
+"""The proof of ordered delivery, at test size: 1,000 events over 40 keys to an ordered config
 whose endpoint answers 5xx to a random fifth of first attempts and hangs past the HTTP timeout
 now and then, two worker processes, one of them SIGKILLed mid-run and another started: for
 every key, the endpoint's first successful receipts are in publish order with none missing;
@@ -23,7 +23,7 @@ from tests.receivers import Receiver, Reply
 
 pytestmark = pytest.mark.slow
 
-EVENTS, KEYS = 2_000, 50
+EVENTS, KEYS = 1_000, 40
 SETTINGS = {"WEBHOOKS_HTTP_TIMEOUT": "2s", "WEBHOOKS_CLAIM_TIMEOUT": "10s",
             "WEBHOOKS_RECOVERY_PERIOD": "1s", "WEBHOOKS_MIN_BACKOFF": "100ms",
             "WEBHOOKS_MAX_BACKOFF": "500ms", "WEBHOOKS_CIRCUIT_FAILURES": "0",
@@ -74,9 +74,9 @@ def test_every_keys_first_successes_arrive_in_publish_order_through_faults_and_a
         keys = {n: f"account-{n % KEYS}" for n in range(EVENTS)}
         batch = [events.new_event(f"ledger-{n}", "ledger", {"n": n}, max_payload=1000,
                                   ordering_key=keys[n]) for n in range(EVENTS)]
-        for start in range(0, EVENTS, 500):  # several transactions, as a consumer's batches
+        for start in range(0, EVENTS, 250):  # several transactions, as a consumer's batches
             with make.pool.transaction() as cursor:
-                events.ingest(cursor, batch[start:start + 500], source="api")
+                events.ingest(cursor, batch[start:start + 250], source="api")
         processes.extend(worker_process(database_url, **SETTINGS) for _ in range(2))
         wait_until(lambda: len(ordered_script.succeeded) >= EVENTS // 4, timeout=PATIENCE)
         processes[0].send_signal(signal.SIGKILL)  # mid-run, with requests in flight
@@ -107,7 +107,7 @@ def test_keyed_messages_of_another_client_over_four_partitions_arrive_in_offset_
     the unordered config beside it gets all of them too."""
     script, unordered_script = Flaky(), Flaky()
     receiver, unordered_receiver = Receiver(script), Receiver(unordered_script)
-    count, keys = 400, 20
+    count, keys = 200, 20
     try:
         make.config(endpoint=receiver.url, event_types=["kafka.ledger"],
                     ordering=Ordering.PER_KEY)
