@@ -17,6 +17,7 @@ from db.pool import ConnectionPool
 from service.local.postgres import LocalPostgres
 from service.runtime.settings import Settings
 from tests.factories import Factories
+from tests.helpers import PATIENCE
 from tests.support.database import dsn_for, sql
 from tests.support.pgbouncer import LocalPgBouncer
 from tests.support.postgres import temporary_postgres
@@ -207,6 +208,17 @@ def settings(database_url) -> Settings:
             "circuit_failures": "0",
         },
     )
+
+
+@pytest.fixture
+def processes():
+    """Worker processes a test starts (append them): killed if still running at teardown."""
+    started = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.wait(PATIENCE)
 
 
 @pytest.fixture

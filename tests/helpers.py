@@ -88,3 +88,12 @@ def worker_process(database_url: str, *, program: list[str] | None = None,
     program = program or [sys.executable, "-m", "service"]
     return subprocess.Popen([*program, "worker"], env=environment,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def worker_metric(worker, name: str, **labels: str) -> float:
+    """Return one sample of an in-process worker's Prometheus text (0 when absent)."""
+    wanted = ",".join(f'{key}="{value}"' for key, value in labels.items())
+    for line in worker.telemetry.prometheus_text().decode().splitlines():
+        if line.startswith(name + ("{" + wanted + "}" if labels else " ")):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0

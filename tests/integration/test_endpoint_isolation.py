@@ -14,20 +14,11 @@ from db import configs, health
 from service.commands.oncall import LocalApi
 from service.dispatch.send_queue import HOLD
 from tests.endpoint_health import row
-from tests.helpers import PATIENCE, wait_until
+from tests.helpers import PATIENCE, wait_until, worker_metric
 from tests.receivers import Reply
 
 BREAKER = {"circuit_failures": 3, "min_backoff": 0.05, "max_backoff": 0.1,
            "max_attempts": 1000}
-
-
-def _metric(worker, name: str, **labels: str) -> float:
-    """Return one sample of the worker's Prometheus text (0 when absent)."""
-    wanted = ",".join(f'{key}="{value}"' for key, value in labels.items())
-    for line in worker.telemetry.prometheus_text().decode().splitlines():
-        if line.startswith(name + ("{" + wanted + "}" if labels else " ")):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
 
 
 def _delivered(make, *ids: int) -> bool:
@@ -51,7 +42,7 @@ def test_an_open_circuit_costs_no_claims_and_no_attempts(make, receiver_factory,
     wait_until(lambda: row(make, bad.id)["state"] == "open")
     attempts = make.count("SELECT count(*) FROM delivery_attempts")
     requests = len(failing.requests)
-    claims = _metric(worker, "webhooks_delivery_transitions_total",
+    claims = worker_metric(worker, "webhooks_delivery_transitions_total",
                      **{"from": "pending", "to": "delivering"})
     held = [make.event(type="bad")[1][0] for _ in range(5)]
     for _ in range(2):  # two claim cycles that reached the healthy config
@@ -59,14 +50,14 @@ def test_an_open_circuit_costs_no_claims_and_no_attempts(make, receiver_factory,
         wait_until(lambda signal=signal: _delivered(make, signal))
     assert make.count("SELECT count(*) FROM delivery_attempts") == attempts + 2
     assert len(failing.requests) == requests
-    assert _metric(worker, "webhooks_delivery_transitions_total",
+    assert worker_metric(worker, "webhooks_delivery_transitions_total",
                    **{"from": "pending", "to": "delivering"}) == claims + 2
     assert [make.row(id)["attempt_count"] for id in held] == [0] * 5
     assert {make.row(id)["status"] for id in held} == {"pending"}
-    assert _metric(worker, "webhooks_circuit_transitions_total",
+    assert worker_metric(worker, "webhooks_circuit_transitions_total",
                    **{"from": "closed", "to": "open"}) == 1
     worker.measure_queue()  # the gauges' periodic refresh, now
-    assert _metric(worker, "webhooks_suppressed_attempts", state="open") >= 5
+    assert worker_metric(worker, "webhooks_suppressed_attempts", state="open") >= 5
     opened = [r for r in caplog.records if r.getMessage() == "circuit closed -> open"]
     assert opened and opened[0].config_id == bad.id
 
@@ -246,7 +237,7 @@ def test_an_endpoint_answering_410_gone_deactivates_its_config(make, receiver_fa
     wait_until(lambda: {make.row(id)["status"] for id in ids} <= {"failed", "cancelled"})
     assert make.row(ids[0])["status"] == "failed"
     assert "cancelled" in {make.row(id)["status"] for id in ids}
-    assert _metric(worker, "webhooks_configs_deactivated_total", reason="gone") == 1
+    assert worker_metric(worker, "webhooks_configs_deactivated_total", reason="gone") == 1
 
 
 def test_a_rate_limit_holds_across_workers(make, receiver_factory, start_worker):
@@ -280,7 +271,7 @@ def test_the_in_flight_gauge_counts_each_config_s_attempts_across_workers(
     hung.wait_for(3)  # the cap: three requests out, across both workers
     for worker in (first, second):
         worker.measure_queue()  # the gauges' periodic refresh, now
-        assert _metric(worker, "webhooks_config_in_flight", config_id=config.id) == 3
+        assert worker_metric(worker, "webhooks_config_in_flight", config_id=config.id) == 3
     assert len(first.dispatcher.inflight) + len(second.dispatcher.inflight) == 3
 
 

@@ -11,16 +11,8 @@ import threading
 
 from db import configs, deliveries, events
 from db.vocabulary import Ordering
-from tests.helpers import wait_until
+from tests.helpers import wait_until, worker_metric
 from tests.receivers import Receiver, Reply
-
-
-def _metric(worker, name: str) -> float:
-    """Return the worker's unlabelled sample of `name` (its Prometheus text; 0 when absent)."""
-    for line in worker.telemetry.prometheus_text().decode().splitlines():
-        if line.startswith(name + " "):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
 
 
 def publish(make, type: str, n: int, key: str | None) -> None:
@@ -103,7 +95,7 @@ def test_a_failure_holds_its_key_until_replayed_and_other_keys_go_on(make, start
         rows = key_a()
         wait_until(lambda: sorted(n for _, n, _ in script.succeeded) == [0, 10], timeout=60)
         worker.measure_queue()  # the gauges' periodic refresh, now
-        assert _metric(worker, "webhooks_blocked_ordering_keys") == 1
+        assert worker_metric(worker, "webhooks_blocked_ordering_keys") == 1
         # A waiting delivery cannot be expedited past its key's failure.
         with make.pool.transaction() as cursor:
             try:

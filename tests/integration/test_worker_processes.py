@@ -14,16 +14,6 @@ from tests.helpers import PATIENCE, wait_until, worker_process
 from tests.receivers import Reply
 
 
-@pytest.fixture
-def processes():
-    started = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-        process.wait(PATIENCE)
-
-
 def test_two_workers_attempt_each_of_2000_deliveries_exactly_once(
         make, receiver, database_url, processes):
     make.config(endpoint=receiver.url, event_types=["bulk"])
