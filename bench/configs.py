@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -383,12 +382,5 @@ def main(argv: list[str]) -> int:
         options.fan_out, options.fan_out_events, options.api_repeat = 50, 1, 1
         options.fast_unsafe = True
 
-    def progress(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
-
-    results = run(options, progress)
-    print(table(results))
-    options.output.parent.mkdir(parents=True, exist_ok=True)
-    options.output.write_text(json.dumps(results, indent=2, default=str))
-    progress(f"results written to {options.output}")
-    return 0
+    results = run(options, env.progress)
+    return env.report(results, table(results), options.output)

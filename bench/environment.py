@@ -145,3 +145,17 @@ def checked_targets(targets, value_of) -> list[dict]:
         met = value >= target if comparison == ">=" else value <= target
         checked.append({"target": name, "value": value, "met": met})
     return checked
+
+
+def progress(text: str) -> None:
+    """Say how a long run is going, on stderr (stdout holds the table)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def report(results: dict, table: str, output: Path) -> int:
+    """Print `table`, write `results` as JSON to `output`; return the exit code, 0."""
+    print(table)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=2, default=str))
+    progress(f"results written to {output}")
+    return 0

@@ -15,8 +15,6 @@ bench/results/ordering.json). The test suite runs it at tiny sizes (--quick).
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
 from bench import environment as env
@@ -137,12 +135,5 @@ def main(argv: list[str]) -> int:
         options.deliveries, options.warmup, options.keys = 300, 0, 30
         options.held_backlog, options.timeout, options.fast_unsafe = 50, 120.0, True
 
-    def progress(text: str) -> None:
-        print(text, file=sys.stderr, flush=True)
-
-    results = run(options, progress)
-    print(table(results))
-    options.output.parent.mkdir(parents=True, exist_ok=True)
-    options.output.write_text(json.dumps(results, indent=2, default=str))
-    progress(f"results written to {options.output}")
-    return 0
+    results = run(options, env.progress)
+    return env.report(results, table(results), options.output)
