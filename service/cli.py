@@ -1,4 +1,5 @@
-"""The `webhooks` command: migrate, worker, web, dev, tokens, backfill-deliveries.
+"""The `webhooks` command: migrate, worker, web, dev, tokens, backfill-deliveries, and the
+on-call commands deliveries, replay, stats and configs.
 
 Exit codes: 0 done, 1 failed, 2 bad usage or setting, 3 database unreachable.
 """

@@ -1,11 +1,15 @@
-"""`webhooks configs list|pause|resume`: the subscribers, their health and recent success rate."""
+"""`webhooks configs list|pause|resume|update`: the subscribers, their health and recent
+success rate, and how their deliveries are ordered."""
 
 from __future__ import annotations
 
 import argparse
 
 from db import health
+from db.vocabulary import Ordering
+from graphql_schema.errors import BAD_USER_INPUT
 from service.commands.oncall import (
+    ApiFailure,
     LocalApi,
     add_output_flag,
     config_id,
@@ -32,6 +36,9 @@ CHANGES = {
   change: resumeConfig(id: $id, reason: $reason) { changed message config { id health { state } } }
 }""",
 }
+UPDATE = """mutation ($id: ID!, $input: UpdateConfigInput!) {
+  config: updateConfig(id: $id, input: $input) { id name ordering blockOnFailure }
+}"""
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,14 +54,22 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     for action in (pause, resume):
         action.add_argument("id", metavar="ID|NAME", help="the config, by id or name")
         action.add_argument("--reason", help="why, kept with the config's health")
-    for action in (listing, pause, resume):
+    update = actions.add_parser("update", help="change how a config's deliveries are ordered")
+    update.add_argument("id", metavar="ID|NAME", help="the config, by id or name")
+    update.add_argument("--ordering", choices=[_word(ordering) for ordering in Ordering],
+                        help="per-key: the deliveries of one ordering key are attempted one "
+                             "at a time, in the order their events were ingested")
+    update.add_argument("--block-on-failure", choices=("yes", "no"),
+                        help="yes: a failed delivery holds its key until it is replayed and "
+                             "succeeds or is skipped; no: the key moves on")
+    for action in (listing, pause, resume, update):
         add_output_flag(action)
         add_arguments(action, COMMAND_SETTINGS["configs"])
 
 
-@command("configs", "list, pause or resume configs (same rules as the API)", _arguments)
+@command("configs", "list, pause, resume or update configs (same rules as the API)", _arguments)
 def run_configs(args: argparse.Namespace, settings: Settings) -> int:
-    body = _list if args.action == "list" else _change
+    body = {"list": _list, "update": _update}.get(args.action, _change)
     return run_command("configs", settings, lambda api: body(api, args))
 
 
@@ -84,3 +99,27 @@ def _change(api: LocalApi, args: argparse.Namespace) -> int:
     else:
         print(change["message"])
     return EXIT_OK
+
+
+def _update(api: LocalApi, args: argparse.Namespace) -> int:
+    changes: dict[str, object] = {}
+    if args.ordering is not None:
+        changes["ordering"] = Ordering(args.ordering.replace("-", "_")).name
+    if args.block_on_failure is not None:
+        changes["blockOnFailure"] = args.block_on_failure == "yes"
+    if not changes:
+        raise ApiFailure(BAD_USER_INPUT, "nothing to change: give --ordering or "
+                                         "--block-on-failure")
+    config = api.run(UPDATE, {"id": config_id(api, args.id), "input": changes})["config"]
+    if args.json:
+        print_json(config)
+    else:
+        print(f"config {config['name']} ({config['id']}): ordering "
+              f"{_word(Ordering[config['ordering']])}, block on failure "
+              f"{'yes' if config['blockOnFailure'] else 'no'}")
+    return EXIT_OK
+
+
+def _word(ordering: Ordering) -> str:
+    """Return how the command line spells an ordering: per-key, unordered."""
+    return ordering.value.replace("_", "-")

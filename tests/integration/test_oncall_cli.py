@@ -211,6 +211,26 @@ def test_configs_pause_and_resume_change_the_health(capsys, database_url, staged
     assert code == 1 and "NOT_FOUND" in err
 
 
+def test_configs_update_orders_a_config_per_key_by_its_name(capsys, database_url, staged):
+    code, out, _ = run(capsys, database_url, "configs", "update", "orders", "--ordering",
+                       "per-key", "--block-on-failure", "no")
+    assert code == 0
+    assert out == (f"config orders ({staged['orders'].id}): ordering per-key, "
+                   f"block on failure no\n")
+    code, out, _ = run(capsys, database_url, "configs", "update", "orders",
+                       "--block-on-failure", "yes", "--json")
+    assert code == 0 and json.loads(out) == {"id": staged["orders"].id, "name": "orders",
+                                             "ordering": "PER_KEY", "blockOnFailure": True}
+    code, out, err = run(capsys, database_url, "configs", "update", "orders")
+    assert code == 2 and out == "" and "give --ordering or --block-on-failure" in err
+    code, _, err = run(capsys, database_url, "configs", "update", "no-such", "--ordering",
+                       "unordered")
+    assert code == 1 and "NOT_FOUND" in err
+    with pytest.raises(SystemExit) as refused:
+        main(["configs", "update", "orders", "--ordering", "sorted"])
+    assert refused.value.code == 2 and "invalid choice: 'sorted'" in capsys.readouterr().err
+
+
 def audit_lines(err: str) -> list[dict]:
     return [line for line in map(json.loads, (t for t in err.splitlines() if t.startswith("{")))
             if line.get("logger") == "webhooks.audit"]

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 import threading
+from pathlib import Path
 
 from db import configs, deliveries, events
 from db.vocabulary import Ordering
 from tests.helpers import wait_until, worker_metric
 from tests.receivers import Receiver, Reply
+
+DELIVERY_DOCS = (Path(__file__).resolve().parents[2] / "docs" / "delivery.md").read_text()
 
 
 def publish(make, type: str, n: int, key: str | None) -> None:
@@ -127,6 +131,43 @@ def test_without_block_on_failure_the_key_moves_on(make, start_worker):
     assert [n for _, n, _ in script.succeeded] == [0, 2]
 
 
+def test_the_receiver_example_of_the_docs_applies_each_event_once_and_logs_a_gap(
+        make, start_worker, caplog):
+    """The receiver docs/delivery.md shows, run as written: the first answer it gives is lost
+    (a 503 after applying), so its retry must not apply again; the event after a failure that
+    moved the key on is applied, with a warning of the gap."""
+    section = DELIVERY_DOCS.split("## Ordered delivery per key", 1)[1]
+    example = re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+    applied: list[int] = []
+    receiver_code: dict = {"apply": lambda event: applied.append(event["data"]["n"])}
+    exec(example, receiver_code)
+    answered: set[int] = set()
+
+    def endpoint(request) -> Reply:
+        event = json.loads(request.body)
+        n = event["data"]["n"]
+        if n == 1:
+            return Reply(400)  # fails at once; without blocking, the key moves on
+        receiver_code["receive"](request.headers, event)
+        first = n not in answered
+        answered.add(n)
+        return Reply(503 if first and n == 0 else 200)  # the first answer to 0 is lost
+
+    receiver = Receiver(endpoint)
+    try:
+        make.config(endpoint=receiver.url, event_types=["docs"], ordering=Ordering.PER_KEY,
+                    block_on_failure=False)
+        for n in range(3):
+            publish(make, "docs", n, key="k")
+        start_worker(min_backoff=0.2, max_backoff=0.5)
+        wait_until(lambda: answered == {0, 2}, timeout=60)
+    finally:
+        receiver.stop()
+    assert applied == [0, 2]
+    assert receiver_code["last_applied"] == {"k": 3}
+    assert "ordering key k: 3 follows 1" in caplog.text
+
+
 def test_switched_to_unordered_the_waiting_deliveries_become_due(make):
     config = make.config(event_types=["switch"], ordering=Ordering.PER_KEY)
     for n in range(3):
@@ -142,6 +183,30 @@ def test_switched_to_unordered_the_waiting_deliveries_become_due(make):
     assert waiting() == 2  # the head is due, the two behind it wait
     configs.update(make.pool, config.id, ordering=Ordering.UNORDERED)
     assert waiting() == 0
+
+
+def test_switched_to_per_key_the_deliveries_already_pending_take_their_turns(make):
+    """The order holds from the switch on: what was pending is numbered in the order it was
+    created, after nothing, and only each key's first is due; later events follow it."""
+    config = make.config(event_types=["late"])
+    for n in range(3):
+        publish(make, "late", n, key="k")
+    publish(make, "late", 3, key="j")
+    publish(make, "late", 9, key=None)  # no key: never numbered, never waits
+
+    def turns():
+        with make.pool.transaction() as cursor:
+            cursor.execute("SELECT e.payload->>'n', d.ordering_key, d.sequence, "
+                           "d.next_attempt_at IS NOT NULL FROM deliveries d "
+                           "JOIN events e ON e.id = d.event_id WHERE d.config_id = %s "
+                           "ORDER BY d.id", (config.id,))
+            return [(int(n), key, sequence, due) for n, key, sequence, due in cursor.fetchall()]
+
+    assert all(due and sequence is None for _, _, sequence, due in turns())
+    configs.update(make.pool, config.id, ordering=Ordering.PER_KEY)
+    publish(make, "late", 4, key="k")
+    assert turns() == [(0, "k", 1, True), (1, "k", 2, False), (2, "k", 3, False),
+                       (3, "j", 1, True), (9, None, None, True), (4, "k", 4, False)]
 
 
 def test_an_unordered_config_on_the_same_keys_is_not_held(make):
