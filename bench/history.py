@@ -34,8 +34,8 @@ from bench import history_api, history_fill, history_upgrade
 from bench import history_load as load
 from db import retention
 from db.pool import ConnectionPool
-from service.policy.throttle import DutyCycle
 from service.runtime.retention import RETENTION_REST
+from service.runtime.throttle import DutyCycle
 from tests.support.database import fresh_database, sql
 from tests.support.postgres import temporary_postgres
 from tests.support.processes import ROOT, machine

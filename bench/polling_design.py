@@ -37,7 +37,8 @@ def main() -> int:
     def deliver(claimed) -> None:
         body = outgoing.body(claimed)
         response = sender.post(claimed.endpoint, body, outgoing.headers(claimed, body))
-        deliveries.record(pool, [judge(claimed, response, policy, now=claimed.claimed_at)])
+        deliveries.record_and_settle(
+            pool, [judge(claimed, response, policy, now=claimed.claimed_at)])
 
     while True:
         claimed = deliveries.claim_due(pool, owner="polling-design", limit=args.batch)

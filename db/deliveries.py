@@ -140,11 +140,6 @@ def config_versions(pool: ConnectionPool, config_ids: Collection[str]) -> dict[s
     return dict(pool.execute("config_versions", {"ids": list(config_ids)}))
 
 
-def record(pool: ConnectionPool, results: Sequence[AttemptResult]) -> list[Moved]:
-    """Append the attempts and move each still-claimed delivery to its next state."""
-    return record_and_settle(pool, results)[0]
-
-
 def record_and_settle(pool: ConnectionPool, results: Sequence[AttemptResult],
                       rules: HealthRules = DEFAULT_RULES) -> tuple[list[Moved], list[Transition]]:
     """Record the attempts and, in the same statement, free the slots of the claims that

@@ -168,18 +168,3 @@ class _Run:
                 cursor.execute("ROLLBACK")
                 raise
         raise AssertionError("not reached")
-
-
-def pending(dsn: str) -> list[Migration]:
-    """Return the migrations not yet applied to the database at `dsn`."""
-    conn = connect(dsn, autocommit=True, application_name="webhooks-migrate")
-    try:
-        with translated(), conn.cursor() as cursor:
-            cursor.execute(QUERIES["migrations_table_exists"])
-            if not cursor.fetchone()[0]:
-                return migrations()
-            cursor.execute(QUERIES["applied_migrations"])
-            done = {row[0] for row in cursor.fetchall()}
-    finally:
-        conn.close()
-    return [m for m in migrations() if m.version not in done]

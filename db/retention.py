@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from db import rates, replays
+from db import idempotency, rates
 from db.pool import ConnectionPool, transaction_on
 from db.sql import QUERIES
 
@@ -63,7 +63,7 @@ def run(
                 deleted.events += batches.delete("delete_old_undelivered_events", min(ages),
                                                  batch, pause)
             deleted.replay_requests = batches.rowcount("delete_expired_replay_requests",
-                                                       {"age": replays.TTL})
+                                                       {"age": idempotency.TTL})
             deleted.attempt_counts = batches.delete("delete_expired_attempt_counts",
                                                     rates.KEPT_SECONDS, batch, pause)
             if finished_age > 0:  # quarantined messages are failures: they keep as long

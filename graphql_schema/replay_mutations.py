@@ -11,7 +11,7 @@ from typing import Any
 
 import strawberry
 
-from db import deliveries, inspection, ordering, replays
+from db import deliveries, idempotency, inspection, ordering
 from db import filters as db_filters
 from db.errors import InvalidInput
 from db.vocabulary import REPLAYABLE, Status
@@ -105,9 +105,9 @@ def _filter_json(filter: db_filters.DeliveryFilter) -> dict[str, Any]:
 def _replay_once(info: Info, operation: str, request: dict[str, Any], run: Any) -> dict:
     """Run `run(cursor)` once per Idempotency-Key; count what it did when it ran now."""
     context = info.context
-    result, fresh = replays.run_once(
-        context.pool, key=replays.check_key(context.idempotency_key),
-        fingerprint=replays.fingerprint(operation, request), operation=run)
+    result, fresh = idempotency.run_once(
+        context.pool, key=idempotency.check_key(context.idempotency_key),
+        fingerprint=idempotency.fingerprint(operation, request), operation=run)
     if fresh:
         replayed, expedited = result["replayed"], result["expedited"]
         for action, count in (("replayed", replayed), ("expedited", expedited)):
@@ -154,7 +154,7 @@ class ReplayMutations:
         description="Replay a failed delivery (new generation) or expedite a pending one. "
                     "Needs the Idempotency-Key header; a key repeats its first result for 24 h.")
     def replay_delivery(self, info: Info, id: strawberry.ID) -> ReplayResult:
-        replays.check_key(info.context.idempotency_key)
+        idempotency.check_key(info.context.idempotency_key)
         number = arguments.delivery_id(id)
 
         def run(cursor: Any) -> dict:
@@ -176,7 +176,7 @@ class ReplayMutations:
                           dry_run: bool = False) -> BulkReplayResult:
         if dry_run:
             return _dry_run(info, filter)
-        replays.check_key(info.context.idempotency_key)
+        idempotency.check_key(info.context.idempotency_key)
         limit = page_size(first)
         checked = _bulk_filter(filter)
         request = {"filter": _filter_json(checked), "first": limit, "after": after}

@@ -21,12 +21,12 @@ from service.commands.registry import (  # noqa: E402
     EXIT_DATABASE,
     EXIT_USAGE,
 )
-from service.runtime import early_stop  # noqa: E402
-from service.runtime.command_settings import (  # noqa: E402
+from service.commands.setting_flags import (  # noqa: E402
     COMMAND_SETTINGS,
     add_arguments,
     flags_from,
 )
+from service.runtime import early_stop  # noqa: E402
 from service.runtime.settings import Settings, SettingsError  # noqa: E402
 from service.runtime.status_server import PortInUse  # noqa: E402
 

@@ -6,14 +6,6 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at timestamptz NOT NULL DEFAULT now()
 )
 
--- migrations_table_exists --
--- Say whether the record of applied migrations exists
-SELECT to_regclass('schema_migrations') IS NOT NULL
-
--- applied_migrations --
--- Return the version of every applied migration
-SELECT version FROM schema_migrations
-
 -- migration_applied --
 -- Say whether the migration of this version is recorded as applied
 SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = %(version)s)

@@ -10,7 +10,7 @@ from collections import Counter
 from db import backfill as former
 from db.vocabulary import Status
 from service.commands.registry import EXIT_OK, command
-from service.ingest import backfill
+from service.ingest import former_model
 from service.runtime.settings import Settings
 
 SUMMARY_ORDER = (Status.PENDING, Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, "attempts")
@@ -32,7 +32,7 @@ def run_backfill(args: argparse.Namespace, settings: Settings) -> int:
                   file=sys.stderr)
             return EXIT_OK
         bar = ProgressBar(sys.stderr)
-        counts = backfill.run(pool, keep_succeeded=settings.retention_succeeded,
+        counts = former_model.run(pool, keep_succeeded=settings.retention_succeeded,
                               keep_failed=settings.retention_failed,
                               batch_size=max(1, args.batch_size), report=bar.update)
         bar.finish()

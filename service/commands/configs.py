@@ -8,7 +8,7 @@ import argparse
 from db import health
 from db.vocabulary import Ordering
 from graphql_schema.errors import BAD_USER_INPUT
-from service.commands.oncall import (
+from service.commands.local_api import (
     ApiFailure,
     LocalApi,
     add_output_flag,
@@ -18,7 +18,7 @@ from service.commands.oncall import (
     run_command,
 )
 from service.commands.registry import EXIT_OK, command
-from service.runtime.command_settings import COMMAND_SETTINGS, add_arguments
+from service.commands.setting_flags import COMMAND_SETTINGS, add_arguments
 from service.runtime.settings import Settings
 
 LIST = """query ($filter: ConfigFilter) {

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from db.vocabulary import Status
-from service.commands.oncall import (
+from service.commands.local_api import (
     LocalApi,
     add_filter_flags,
     add_output_flag,
@@ -17,7 +17,7 @@ from service.commands.oncall import (
     run_command,
 )
 from service.commands.registry import EXIT_OK, command
-from service.runtime.command_settings import COMMAND_SETTINGS, add_arguments
+from service.commands.setting_flags import COMMAND_SETTINGS, add_arguments
 from service.runtime.settings import Settings
 
 LIST = """query ($filter: DeliveryFilter, $first: Int, $after: String, $orderBy: DeliveryOrder!) {

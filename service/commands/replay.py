@@ -6,7 +6,7 @@ import argparse
 import uuid
 
 from graphql_schema.errors import BAD_USER_INPUT
-from service.commands.oncall import (
+from service.commands.local_api import (
     ApiFailure,
     LocalApi,
     Progress,

@@ -41,7 +41,7 @@ def run_web(args: argparse.Namespace, settings: Settings) -> int:
         sys.executable, "-m", "gunicorn", "-k", "gevent", "--bind", f"fd://{listener.fileno()}",
         "--workers", str(settings.web_concurrency), "--no-control-socket",
         "--graceful-timeout", str(int(settings.shutdown_timeout)),
-        "--logger-class", "service.runtime.weblog.GunicornLogger",
+        "--logger-class", "service.web.weblog.GunicornLogger",
         "--log-level", settings.log_level,
         "--access-logfile", "-", "wsgi:app",
     ]

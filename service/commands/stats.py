@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 
 from db.vocabulary import Status
-from service.commands.oncall import LocalApi, add_output_flag, print_json, print_table, run_command
+from service.commands.local_api import (
+    LocalApi,
+    add_output_flag,
+    print_json,
+    print_table,
+    run_command,
+)
 from service.commands.registry import EXIT_OK, command
 from service.policy.durations import format_duration
 from service.runtime.settings import Settings

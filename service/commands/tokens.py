@@ -13,8 +13,8 @@ from db.errors import InvalidInput, NotFound
 from graphql_schema import audit
 from graphql_schema.errors import code_for
 from service.commands.registry import EXIT_FAILED, EXIT_OK, EXIT_USAGE, command
+from service.commands.setting_flags import COMMAND_SETTINGS, add_arguments
 from service.policy.durations import parse_duration
-from service.runtime.command_settings import COMMAND_SETTINGS, add_arguments
 from service.runtime.logs import audit_lines, cli_actor
 from service.runtime.settings import Settings
 

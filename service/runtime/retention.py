@@ -7,8 +7,8 @@ import logging
 from db import retention
 from db.pool import ConnectionPool
 from db.vocabulary import Status
-from service.policy.throttle import DutyCycle
 from service.runtime.telemetry import Telemetry
+from service.runtime.throttle import DutyCycle
 
 log = logging.getLogger("webhooks.retention")
 # After each batch, retention rests 1.5 times as long as the batch took: it never takes more than

@@ -4,7 +4,7 @@ Every setting has an environment variable; its flag is the variable's name witho
 `WEBHOOKS_` prefix, lower-cased, with hyphens (`WEBHOOKS_MIN_BACKOFF` <-> `--min-backoff`,
 `DATABASE_URL` <-> `--database-url`). A flag wins over the environment, which wins over the
 default. Each default is written once below, in the unit its parser reads
-(service.runtime.setting_parsers); service.runtime.command_settings gives each command its
+(service.runtime.setting_parsers); service.commands.setting_flags gives each command its
 flags.
 """
 

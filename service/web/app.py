@@ -13,8 +13,8 @@ from service.policy.ssrf import endpoint_refusal
 from service.runtime.settings import Settings
 from service.runtime.status_server import PROMETHEUS_TYPE
 from service.runtime.telemetry import Telemetry
-from service.runtime.weblog import TOKEN_NAME_KEY
 from service.web import dashboard
+from service.web.weblog import TOKEN_NAME_KEY
 
 GRAPHQL_BODY_ALLOWANCE = 64 * 1024  # bytes of a /graphql request besides the event payload
 

@@ -30,7 +30,7 @@ def test_each_attempt_shows_the_headers_it_sent_and_older_ones_null(api, make):
                        (delivery_id, config.endpoint))
     make.set(delivery_id, attempt_count=1)
     (claimed,) = deliveries.claim_due(make.pool, owner="test", limit=1)
-    deliveries.record(make.pool, [AttemptResult(
+    deliveries.record_and_settle(make.pool, [AttemptResult(
         delivery_id=delivery_id, token=claimed.token, attempt_number=2, replay_generation=0,
         endpoint=config.endpoint, outcome="success", status_code=200, duration_ms=4,
         response_excerpt="ok", error=None, next_status=Status.SUCCEEDED, next_delay=None,

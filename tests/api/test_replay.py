@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import gevent
 import pytest
 
-from db import configs, replays
+from db import configs, idempotency
 from db.errors import NotEligible
 from tests.api.conftest import metric_value
 from tests.helpers import PATIENCE, wait_until
@@ -194,8 +194,8 @@ def test_run_once_runs_a_slow_operation_once_under_a_race(pool):
         cursor.execute("SELECT pg_sleep(0.2)")
         return {"n": len(runs)}
 
-    fingerprint = replays.fingerprint("op", {"id": 1})
-    jobs = [gevent.spawn(replays.run_once, pool, key="k", fingerprint=fingerprint,
+    fingerprint = idempotency.fingerprint("op", {"id": 1})
+    jobs = [gevent.spawn(idempotency.run_once, pool, key="k", fingerprint=fingerprint,
                          operation=operation) for _ in range(4)]
     gevent.joinall(jobs, raise_error=True)
     assert len(runs) == 1

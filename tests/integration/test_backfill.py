@@ -11,7 +11,7 @@ import pytest
 from db.migrate import migrate
 from db.notifications import Listener
 from db.pool import ConnectionPool
-from service.ingest import backfill
+from service.ingest import former_model
 from tests.former_model import FORMER_SCHEMA
 from tests.helpers import PATIENCE, wait_until
 
@@ -155,11 +155,11 @@ def test_an_interrupted_backfill_resumes_without_doubles(former_database):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        backfill.run(pool, keep_succeeded=30 * 86400, keep_failed=90 * 86400, batch_size=2,
+        former_model.run(pool, keep_succeeded=30 * 86400, keep_failed=90 * 86400, batch_size=2,
                      report=interrupt)
     partial = _run(dsn, "SELECT count(*) FROM deliveries")[0][0]
     assert 0 < partial < 7
-    counts = backfill.run(pool, keep_succeeded=30 * 86400, keep_failed=90 * 86400,
+    counts = former_model.run(pool, keep_succeeded=30 * 86400, keep_failed=90 * 86400,
                           batch_size=2)
     assert _run(dsn, "SELECT count(*) FROM deliveries")[0][0] == 7
     assert counts["pending"] == 3 and counts["succeeded"] == 2
@@ -172,10 +172,10 @@ def test_a_backfill_that_stores_pending_deliveries_wakes_the_dispatchers(former_
     migrate(dsn)
     pool, listener = ConnectionPool(dsn, size=2), Listener(dsn)
     try:
-        backfill.run(pool, keep_succeeded=30 * 86400, keep_failed=90 * 86400)
+        former_model.run(pool, keep_succeeded=30 * 86400, keep_failed=90 * 86400)
         assert listener.wait(PATIENCE)
         assert not listener.wait(0.2)
-        backfill.run(pool, keep_succeeded=30 * 86400, keep_failed=90 * 86400)  # nothing new
+        former_model.run(pool, keep_succeeded=30 * 86400, keep_failed=90 * 86400)  # nothing new
         assert not listener.wait(0.2)
     finally:
         listener.close()
@@ -201,4 +201,4 @@ def test_backfill_without_a_former_table_says_so(database_url):
     ],
 )
 def test_event_fields_follow_the_envelope_rules(payload, expected):
-    assert backfill.event_fields(payload) == expected
+    assert former_model.event_fields(payload) == expected

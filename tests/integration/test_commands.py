@@ -18,7 +18,7 @@ import pytest
 
 from service.cli import build_parser
 from service.commands.registry import COMMANDS
-from service.runtime.command_settings import COMMAND_SETTINGS
+from service.commands.setting_flags import COMMAND_SETTINGS
 from service.runtime.settings import Settings
 from tests.helpers import PATIENCE
 from tests.integration.test_dev import world_readable_tmp  # noqa: F401  (fixture)

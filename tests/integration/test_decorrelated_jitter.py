@@ -16,7 +16,7 @@ def _attempt(make, delivery_id, response, rng):
     make.set(delivery_id, next_attempt_at=datetime.now(UTC))
     (claimed,) = deliveries.claim_due(make.pool, owner="w", limit=1)
     result = judge(claimed, response, POLICY, now=claimed.claimed_at, rng=rng)
-    deliveries.record(make.pool, [result])
+    deliveries.record_and_settle(make.pool, [result])
     return claimed, result
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import gevent.event
 
 from db import configs, health
-from service.commands.oncall import LocalApi
+from service.commands.local_api import LocalApi
 from service.dispatch.send_queue import HOLD
 from tests.endpoint_health import row
 from tests.helpers import PATIENCE, wait_until, worker_metric

@@ -65,7 +65,7 @@ def test_the_claim_and_the_record_leave_their_connection_durable(lazy_wal_writer
             outcome="success", status_code=200, duration_ms=3, response_excerpt="ok",
             error=None, next_status=deliveries.Status.SUCCEEDED, next_delay=None,
             last_error=None)
-        [moved] = deliveries.record(pool, [result])
+        [moved] = deliveries.record_and_settle(pool, [result])[0]
         assert moved.status == deliveries.Status.SUCCEEDED
         assert _synchronous_commit(pool) == "on"
         assert factories.row(delivery_id)["status"] == "succeeded"

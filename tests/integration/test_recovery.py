@@ -72,12 +72,12 @@ def test_a_late_result_from_a_lost_claim_is_kept_but_changes_nothing(make):
         response_excerpt="", error=None, next_status="succeeded", next_delay=None,
         last_error=None,
     )
-    assert deliveries.record(make.pool, [late]) == []
+    assert deliveries.record_and_settle(make.pool, [late])[0] == []
     row = make.row(delivery_id)
     assert row["status"] == "delivering" and row["claimed_by"] == "new-worker"
     assert len(make.attempts(delivery_id)) == 1
     current = AttemptResult(**{**late.__dict__, "token": second.token})
-    (moved,) = deliveries.record(make.pool, [current])
+    (moved,) = deliveries.record_and_settle(make.pool, [current])[0]
     assert moved.status == "succeeded"
 
 
@@ -94,9 +94,9 @@ def test_recording_a_result_again_after_an_unanswered_commit_adds_no_attempt(mak
         response_excerpt="", error=None, next_status="pending", next_delay=60.0,
         last_error="HTTP 500",
     )
-    (moved,) = deliveries.record(make.pool, [result])
+    (moved,) = deliveries.record_and_settle(make.pool, [result])[0]
     assert moved.status == "pending"
-    assert deliveries.record(make.pool, [result]) == []
+    assert deliveries.record_and_settle(make.pool, [result])[0] == []
     assert [(a["attempt_number"], a["status_code"]) for a in make.attempts(delivery_id)] \
         == [(1, 500)]
     assert make.row(delivery_id)["attempt_count"] == 1

@@ -157,5 +157,5 @@ def test_a_nul_the_driver_cannot_send_is_invalid_data(pool, make):
         response_excerpt="ok\x00bad", error=None, next_status="succeeded", next_delay=None,
         last_error=None)
     with pytest.raises(InvalidData, match="NUL"):
-        deliveries.record(pool, [result])
-    assert deliveries.record(pool, [replace(result, response_excerpt="ok")])
+        deliveries.record_and_settle(pool, [result])[0]
+    assert deliveries.record_and_settle(pool, [replace(result, response_excerpt="ok")])[0]

@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 from db.pool import Pooler
-from service.runtime.command_settings import add_arguments, flags_from
+from service.commands.setting_flags import add_arguments, flags_from
 from service.runtime.settings import Settings, SettingsError, flag_name
 
 

@@ -11,13 +11,12 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from service.policy.signing import (
     SECRET_PREFIX,
-    VerificationError,
     headers,
     sign,
     signature_header,
     signing_key,
-    verify,
 )
+from tests.signatures import VerificationError, verify
 
 KEY = bytes(range(24))
 SECRET = SECRET_PREFIX + base64.b64encode(KEY).decode()  # whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.policy.throttle import DutyCycle
+from service.runtime.throttle import DutyCycle
 
 
 class Clock:

@@ -1,6 +1,6 @@
 """The logs of `webhooks web`: gunicorn's own lines and its access log as JSON lines.
 
-Passed to gunicorn as `--logger-class service.runtime.weblog.GunicornLogger`. It is loaded by the
+Passed to gunicorn as `--logger-class service.web.weblog.GunicornLogger`. It is loaded by the
 gunicorn arbiter before any worker patches the standard library, so it imports nothing heavy.
 """
 
