@@ -11,7 +11,7 @@ from db.events import NewEvent
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
 from db.sql import QUERIES
-from db.vocabulary import Status
+from db.vocabulary import AttemptOutcome, Status
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class ConvertedAttempt:
 
     number: int
     endpoint: str
-    outcome: str
+    outcome: AttemptOutcome
     status_code: int
     created_at: datetime
 

@@ -16,7 +16,7 @@ from db.errors import InvalidInput, NotFound
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
 from db.sql import QUERIES
-from db.vocabulary import SECRET_PREFIX, Ordering
+from db.vocabulary import SECRET_PREFIX, HealthState, Ordering
 
 SECRET_BYTES = 24  # random bytes in a generated secret
 SECRET_MIN_BYTES, SECRET_MAX_BYTES = 24, 64  # accepted key sizes (Standard Webhooks)
@@ -160,7 +160,7 @@ def get(pool: ConnectionPool, id: str) -> Config | None:
 
 
 # Health states few configs are in, found through the held configs' index.
-HELD_STATES = frozenset(state for state in health.STATES if state != "healthy")
+HELD_STATES = frozenset(HealthState) - {HealthState.HEALTHY}
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from db.health import HealthRules, Settled, Transition
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts, as_type
 from db.sql import QUERIES
-from db.vocabulary import REPLAYABLE, Status
+from db.vocabulary import REPLAYABLE, AttemptOutcome, ReplayAction, Status, Verdict
 
 CLAIM_TRIES = 3  # runs of a claim that keeps racing other workers for the same slots
 
@@ -68,7 +68,7 @@ class AttemptResult:
     attempt_number: int
     replay_generation: int
     endpoint: str
-    outcome: str
+    outcome: AttemptOutcome
     status_code: int
     duration_ms: int
     response_excerpt: str | None
@@ -77,7 +77,7 @@ class AttemptResult:
     next_delay: float | None
     last_error: str | None
     next_backoff: float | None = None  # the policy's delay within next_delay, kept for jitter
-    verdict: str = health.NEUTRAL  # what the attempt says of the endpoint, for the breaker
+    verdict: Verdict = Verdict.NEUTRAL  # what the attempt says of the endpoint, for the breaker
     sent_at: datetime | None = None  # when the request went out, on the database's clock
     # The headers the request carried, but those every request carries alike (None: unknown)
     request_headers: Mapping[str, str] | None = None
@@ -215,7 +215,7 @@ def _settle_handed_back(cursor: Any, rows: list[dict[str, Any]],
                         rules: HealthRules) -> HandedBack:
     """Settle the health of the configs whose claims `rows` handed back (same transaction)."""
     moved = [_moved(row, token=uuid.UUID(str(row["claim_token"]))) for row in rows]
-    transitions = health.settle(cursor, [Settled(m.id, m.token, health.NONE) for m in moved],
+    transitions = health.settle(cursor, [Settled(m.id, m.token, Verdict.NONE) for m in moved],
                                 rules)
     return HandedBack(moved, transitions)
 
@@ -233,7 +233,7 @@ class Replay:
     """What a replay did: `REPLAYED` (new generation) or `EXPEDITED` (due now)."""
 
     delivery_id: int
-    action: str
+    action: ReplayAction
     replay_generation: int
     next_attempt_at: datetime
 
@@ -247,7 +247,7 @@ def replay(cursor: Any, delivery_id: int) -> Replay:
     cursor.execute(QUERIES["replay_delivery"], {"id": delivery_id})
     row = as_dict(cursor)
     if row is not None:
-        return as_type(Replay, row)
+        return as_type(Replay, {**row, "action": ReplayAction(row["action"])})
     cursor.execute(QUERIES["replay_blocker"], {"id": delivery_id})
     blocker = as_dict(cursor)
     if blocker is None:
@@ -294,9 +294,9 @@ def replay_page(
     replayed, expedited, skipped = [], [], []
     for row in as_dicts(cursor):
         id, action, status = row["id"], row["action"], row["status"]
-        if action == "REPLAYED":
+        if action == ReplayAction.REPLAYED:
             replayed.append(id)
-        elif action == "EXPEDITED":
+        elif action == ReplayAction.EXPEDITED:
             expedited.append(id)
         elif status not in REPLAYABLE:
             skipped.append((id, f"{status}: only failed and pending deliveries replay"))

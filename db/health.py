@@ -18,9 +18,8 @@ from db.errors import InvalidInput, NotFound
 from db.pool import ConnectionPool
 from db.rows import as_dicts, as_type
 from db.sql import QUERIES
+from db.vocabulary import CircuitState, HealthState, Verdict
 
-STATES = ("healthy", "paused", "open", "half_open")
-SUCCESS, FAILURE, NEUTRAL, NONE = "success", "failure", "neutral", "none"  # verdicts
 MAX_IN_FLIGHT = 10_000  # largest per-config cap accepted
 MAX_RATE = 100_000.0  # requests per second, largest per-config rate accepted
 RATE_BURST = 0.1  # seconds of a config's rate one claim may take at once (at least one)
@@ -55,7 +54,7 @@ class Health:
     """A config's health as the API shows it."""
 
     config_id: str
-    state: str  # one of STATES
+    state: HealthState
     paused_at: datetime | None
     consecutive_failures: int
     opened_at: datetime | None
@@ -75,7 +74,7 @@ class Settled:
 
     delivery_id: int
     token: uuid.UUID
-    verdict: str  # SUCCESS, FAILURE, NEUTRAL or NONE
+    verdict: Verdict
     error: str | None = None
     freed: bool = True  # the claim ended here: its in-flight slot is free
     sent_at: datetime | None = None  # when the attempt's request went out (database clock)
@@ -86,8 +85,8 @@ class Transition:
     """A circuit that changed when attempts were settled."""
 
     config_id: str
-    source: str
-    target: str
+    source: CircuitState
+    target: CircuitState
     reason: str | None
     consecutive_failures: int
     next_probe_at: datetime | None

@@ -14,7 +14,7 @@ from db.filters import DeliveryFilter
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
 from db.sql import QUERIES
-from db.vocabulary import IN_HAND, Status
+from db.vocabulary import IN_HAND, AttemptOutcome, Status
 
 COUNT_CAP = 1_000_000  # the queue depth stops here
 EXACT_UP_TO = 10_000  # deliveries of one status counted exactly; more are estimated
@@ -58,7 +58,7 @@ class Attempt:
     attempt_number: int
     replay_generation: int
     endpoint: str
-    outcome: str
+    outcome: AttemptOutcome
     status_code: int
     duration_ms: int
     response_excerpt: str | None
@@ -175,7 +175,7 @@ class AttemptCount:
     config_id: str
     config_name: str | None
     bucket: datetime
-    outcome: str
+    outcome: AttemptOutcome
     attempts: int
 
 

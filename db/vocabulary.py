@@ -1,5 +1,6 @@
 """The words every layer shares: the statuses of a delivery, the outcomes of an attempt, why a
-broker message was rejected, the prefixes of secrets and tokens.
+broker message was rejected, the prefixes of secrets and tokens, how deliveries are ordered,
+a config's health and its breaker's states, an attempt's verdict, what a replay did.
 
 Constants only, importing nothing: any module above `db/` may use them without pulling in
 the database driver.
@@ -59,3 +60,36 @@ class Ordering(StrEnum):
 
     UNORDERED = "unordered"  # each delivery on its own (the default)
     PER_KEY = "per_key"  # those of one ordering key one at a time, in ingestion order
+
+
+class HealthState(StrEnum):
+    """What a config's health says: paused by an operator, or its circuit breaker's state."""
+
+    HEALTHY = "healthy"  # the circuit is closed: attempts go out
+    PAUSED = "paused"  # an operator paused it: nothing is attempted, nothing is cancelled
+    OPEN = "open"  # the breaker opened: nothing is attempted until the next probe
+    HALF_OPEN = "half_open"  # one probe is in flight
+
+
+class CircuitState(StrEnum):
+    """The breaker's own states, as its transitions (logs, metrics) name them."""
+
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+class Verdict(StrEnum):
+    """What one attempt says of its endpoint's health, for the breaker."""
+
+    SUCCESS = "success"  # a 2xx: the endpoint works
+    FAILURE = "failure"  # a 5xx, 408, 429, timeout or network error: it may be down
+    NEUTRAL = "neutral"  # an answer for good (other 4xx, 3xx) or a request that never left
+    NONE = "none"  # no attempt was made (a claim handed back): its slot is freed, nothing said
+
+
+class ReplayAction(StrEnum):
+    """What a replay did to a delivery."""
+
+    REPLAYED = "REPLAYED"  # a failed delivery got a new generation, due now
+    EXPEDITED = "EXPEDITED"  # a pending delivery was made due now

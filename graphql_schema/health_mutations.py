@@ -8,6 +8,7 @@ import strawberry
 
 from db import configs, health
 from db.errors import NotFound
+from db.vocabulary import CircuitState, HealthState
 from graphql_schema import arguments
 from graphql_schema.access import operator_mutation
 from graphql_schema.context import Info
@@ -67,7 +68,7 @@ class HealthMutations:
                         already="circuit was closed; nothing changed",
                         default_reason="circuit reset by an operator")
         if result.changed:
-            source = next(iter(before.values())).state if before else "open"
-            info.context.telemetry.circuit_transition(
-                "open" if source == "paused" else source, "closed")
+            state = next(iter(before.values())).state if before else HealthState.OPEN
+            source = CircuitState.HALF_OPEN if state == HealthState.HALF_OPEN else CircuitState.OPEN
+            info.context.telemetry.circuit_transition(source, CircuitState.CLOSED)
         return result

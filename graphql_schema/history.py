@@ -9,9 +9,8 @@ import strawberry
 
 from db.inspection import AttemptHistory as HistoryRows
 from db.rates import AttemptRate
+from db.vocabulary import AttemptOutcome as OutcomeWord
 from graphql_schema.types import AttemptBucket, AttemptHistory, ConfigAttempts, OutcomeCount
-
-SUCCESS = "success"
 
 
 def window_start(now: datetime, span: timedelta, bucket: timedelta) -> datetime:
@@ -49,11 +48,11 @@ def summarise(rows: HistoryRows, *, since: datetime, bucket: timedelta,
     while start <= until:
         outcomes = by_bucket.get(start, Counter())
         buckets.append(AttemptBucket(
-            start=start, attempts=sum(outcomes.values()), succeeded=outcomes[SUCCESS],
+            start=start, attempts=sum(outcomes.values()), succeeded=outcomes[OutcomeWord.SUCCESS],
             outcomes=[OutcomeCount(outcome=o, count=n) for o, n in sorted(outcomes.items())]))
         start += bucket
     configs = [ConfigAttempts(config_id=strawberry.ID(id), config_name=names[id],
-                              attempts=sum(counts.values()), succeeded=counts[SUCCESS])
+                              attempts=sum(counts.values()), succeeded=counts[OutcomeWord.SUCCESS])
                for id, counts in by_config.items()]
     configs.sort(key=lambda config: (-config.attempts, config.config_id))
     return AttemptHistory(since=since, bucket_seconds=int(bucket.total_seconds()),

@@ -6,7 +6,7 @@ import dataclasses
 import hashlib
 import json
 from datetime import UTC, datetime, timedelta
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import strawberry
@@ -15,6 +15,7 @@ from db import deliveries, idempotency, inspection, ordering
 from db import filters as db_filters
 from db.errors import InvalidInput
 from db.vocabulary import REPLAYABLE, Status
+from db.vocabulary import ReplayAction as ReplayWord
 from graphql_schema import arguments, cursors, filters
 from graphql_schema.access import operator_mutation
 from graphql_schema.connections import COUNT_BOUND, MAX_PAGE, page_size
@@ -26,10 +27,8 @@ MAX_WINDOW = timedelta(days=90)  # longest creation window of a bulk replay
 SAMPLE_SIZE = 10  # deliveries a dry run shows
 
 
-@strawberry.enum
-class ReplayAction(Enum):
-    REPLAYED = "REPLAYED"
-    EXPEDITED = "EXPEDITED"
+ReplayAction = strawberry.enum(
+    StrEnum("ReplayAction", [(action.name, action.value) for action in ReplayWord]))
 
 
 @strawberry.type(description="REPLAYED: a failed delivery got a new generation, due now. "
@@ -110,9 +109,9 @@ def _replay_once(info: Info, operation: str, request: dict[str, Any], run: Any) 
         fingerprint=idempotency.fingerprint(operation, request), operation=run)
     if fresh:
         replayed, expedited = result["replayed"], result["expedited"]
-        for action, count in (("replayed", replayed), ("expedited", expedited)):
+        for action, count in ((ReplayWord.REPLAYED, replayed), (ReplayWord.EXPEDITED, expedited)):
             for _ in range(count):
-                context.telemetry.replayed(action)
+                context.telemetry.replayed(action.lower())
         context.telemetry.transition(Status.FAILED, Status.PENDING, replayed)
     return result["result"]
 
@@ -159,8 +158,8 @@ class ReplayMutations:
 
         def run(cursor: Any) -> dict:
             replay = deliveries.replay(cursor, number)
-            return {"replayed": int(replay.action == "REPLAYED"),
-                    "expedited": int(replay.action == "EXPEDITED"),
+            return {"replayed": int(replay.action == ReplayWord.REPLAYED),
+                    "expedited": int(replay.action == ReplayWord.EXPEDITED),
                     "result": {"deliveryId": str(replay.delivery_id), "action": replay.action,
                                "replayGeneration": replay.replay_generation,
                                "nextAttemptAt": replay.next_attempt_at.isoformat()}}

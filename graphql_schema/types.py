@@ -19,6 +19,8 @@ from db.health import Health as HealthRow
 from db.rates import AttemptRate
 from db.rejected import RejectedEvent as RejectedRow
 from db.stalls import StalledPartition as StalledRow
+from db.vocabulary import AttemptOutcome as OutcomeWord
+from db.vocabulary import HealthState as HealthWord
 from db.vocabulary import Ordering, Status
 from graphql_schema import cursors
 from graphql_schema.context import Info
@@ -83,14 +85,19 @@ class DeliverySummary:
         return cls(**cls.fields_of(row))
 
 
+AttemptOutcome = strawberry.enum(
+    StrEnum("AttemptOutcome", [(outcome.name, outcome.value) for outcome in OutcomeWord]),
+    description="What one attempt came to: SUCCESS (a 2xx), HTTP_ERROR (any other answer), "
+                "TIMEOUT, NETWORK_ERROR (refused, reset, TLS or DNS failure), BLOCKED (never "
+                "sent: the address is refused) or INTERRUPTED (the worker stopped first).")
+
 @strawberry.type(description="One HTTP call of a delivery; append-only.")
 class Attempt:
     id: strawberry.ID
     attempt_number: int
     replay_generation: int
     endpoint: str
-    outcome: str = strawberry.field(
-        description="success, http_error, timeout, network_error, blocked or interrupted.")
+    outcome: AttemptOutcome
     status_code: int = strawberry.field(description="0 when no response arrived.")
     duration_ms: int
     response_excerpt: str | None
@@ -132,7 +139,7 @@ class Delivery(DeliverySummary):
 
 
 HealthState = strawberry.enum(
-    StrEnum("HealthState", [(state.upper(), state) for state in health_rows.STATES]),
+    StrEnum("HealthState", [(state.name, state.value) for state in HealthWord]),
     description="A config's endpoint health, apart from its `active` flag.")
 
 
@@ -379,8 +386,7 @@ class Stats:
 
 @strawberry.type
 class OutcomeCount:
-    outcome: str = strawberry.field(
-        description="success, http_error, timeout, network_error, blocked or interrupted.")
+    outcome: AttemptOutcome
     count: int
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from db import deliveries, health
+from db import deliveries
 from db.deliveries import AttemptResult, Claimed
 from db.health import HealthRules
+from db.vocabulary import Verdict
 
 RULES = HealthRules(cap=25, ramp=0.001, failures_to_open=3, min_volume=1000,
                     probe_interval=60, max_probe_interval=600)
@@ -22,7 +23,7 @@ def result(claimed: Claimed, status_code: int, sent_at: datetime | None = None) 
         outcome="success" if ok else "http_error", status_code=status_code, duration_ms=3,
         response_excerpt="", error=None, next_status="succeeded" if ok else "pending",
         next_delay=None if ok else 0.0, last_error=None if ok else f"HTTP {status_code}",
-        verdict=health.SUCCESS if ok else health.FAILURE, sent_at=sent_at)
+        verdict=Verdict.SUCCESS if ok else Verdict.FAILURE, sent_at=sent_at)
 
 
 def claim(make, limit: int = 50, rules: HealthRules = RULES, owner: str = "w") -> list[Claimed]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from db import health
-from db.vocabulary import Ordering
+from db.vocabulary import HealthState, Ordering
 from graphql_schema.errors import BAD_USER_INPUT
 from service.commands.local_api import (
     ApiFailure,
@@ -45,7 +44,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="list configs with their health and success rate")
     listing.add_argument("--active", choices=("yes", "no"), help="only active or inactive ones")
-    listing.add_argument("--health", choices=health.STATES, help="only those in this state")
+    listing.add_argument("--health", choices=list(HealthState), help="only those in this state")
     listing.add_argument("--search", help="only those whose name or endpoint holds this text "
                                           "(any case), or the one with this id")
     pause = actions.add_parser("pause", help="pause a config: nothing is attempted, nothing "

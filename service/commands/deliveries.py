@@ -101,7 +101,7 @@ def _show(api: LocalApi, args: argparse.Namespace) -> int:
         print(f"  {label:<13} {'-' if value is None else value}")
     print("attempts (oldest first):")
     print_table(["#", "GEN", "OUTCOME", "CODE", "MS", "AT", "ERROR"],
-                [[a["attemptNumber"], a["replayGeneration"], a["outcome"], a["statusCode"],
+                [[a["attemptNumber"], a["replayGeneration"], a["outcome"].lower(), a["statusCode"],
                   a["durationMs"], a["createdAt"], a["error"]]
                  for a in delivery["attempts"]])
     print("payload:")

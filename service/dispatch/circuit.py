@@ -6,6 +6,7 @@ import logging
 from collections.abc import Iterable
 
 from db.health import NEVER, HealthRules, Transition
+from db.vocabulary import CircuitState
 from service.runtime.telemetry import Telemetry
 
 log = logging.getLogger("webhooks.health")
@@ -30,7 +31,7 @@ def report(transitions: Iterable[Transition], telemetry: Telemetry) -> None:
     """Log and count each circuit transition."""
     for change in transitions:
         telemetry.circuit_transition(change.source, change.target)
-        level = logging.WARNING if change.target == "open" else logging.INFO
+        level = logging.WARNING if change.target == CircuitState.OPEN else logging.INFO
         log.log(level, f"circuit {change.source} -> {change.target}", extra={
             "config_id": change.config_id, "from": change.source, "to": change.target,
             "reason": change.reason, "consecutive_failures": change.consecutive_failures,
@@ -39,7 +40,8 @@ def report(transitions: Iterable[Transition], telemetry: Telemetry) -> None:
 
 def report_probe(config_id: str, delivery_id: int, telemetry: Telemetry) -> None:
     """Log and count a probe taken: the circuit went from open to half_open."""
-    telemetry.circuit_transition("open", "half_open")
-    log.info("circuit open -> half_open", extra={
-        "config_id": config_id, "from": "open", "to": "half_open", "delivery_id": delivery_id,
+    source, target = CircuitState.OPEN, CircuitState.HALF_OPEN
+    telemetry.circuit_transition(source, target)
+    log.info(f"circuit {source} -> {target}", extra={
+        "config_id": config_id, "from": source, "to": target, "delivery_id": delivery_id,
         "reason": "probing the endpoint with one delivery"})

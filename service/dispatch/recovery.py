@@ -9,7 +9,7 @@ from collections import Counter
 from db import deliveries, health
 from db.health import HealthRules
 from db.pool import ConnectionPool
-from db.vocabulary import Status
+from db.vocabulary import CircuitState, Status
 from service.dispatch import circuit
 from service.runtime.telemetry import Telemetry
 
@@ -39,7 +39,7 @@ def recover_stale_claims(pool: ConnectionPool, *, timeout: float, telemetry: Tel
         log.warning("recovered stale claims", extra={"recovered": count, **dict(total)})
     for correction in health.reconcile(pool):
         if correction.probe_lost:
-            telemetry.circuit_transition("half_open", "open")
+            telemetry.circuit_transition(CircuitState.HALF_OPEN, CircuitState.OPEN)
         log.warning("endpoint health corrected to match the deliveries in flight", extra={
             "config_id": correction.config_id, "in_flight_counted": correction.counted,
             "in_flight": correction.in_flight, "probe_lost": correction.probe_lost})

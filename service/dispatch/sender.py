@@ -18,6 +18,7 @@ import requests
 from db.vocabulary import AttemptOutcome
 from service.dispatch import transport
 from service.policy import safe_text
+from service.policy.classify import answer_outcome
 
 EXCERPT_LIMIT = 64 * 1024  # bytes of the response body read and kept
 ERROR_LIMIT = 1000  # bytes of an error message kept
@@ -30,7 +31,7 @@ _CONNECTION_PREFIX = re.compile(r"^\w*(?:HTTPS?)?Connection\w*\(host=[^)]*\): ")
 class Response:
     """What one POST did: status 0 when no response arrived."""
 
-    outcome: str
+    outcome: AttemptOutcome
     status_code: int
     duration: float
     excerpt: str | None = None
@@ -95,7 +96,7 @@ class Sender:
             response.close()
         code = response.status_code
         return Response(
-            outcome=AttemptOutcome.SUCCESS if 200 <= code < 300 else AttemptOutcome.HTTP_ERROR,
+            outcome=answer_outcome(code),
             status_code=code,
             duration=time.monotonic() - started,
             excerpt=excerpt,

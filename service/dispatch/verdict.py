@@ -5,12 +5,18 @@ from __future__ import annotations
 import random
 from datetime import datetime
 
-from db import health
 from db.deliveries import AttemptResult, Claimed
-from db.vocabulary import AttemptOutcome, Status
+from db.vocabulary import AttemptOutcome, Status, Verdict
 from service.dispatch.sender import Response
 from service.policy.backoff import RetryPolicy, next_step
-from service.policy.classify import DEFAULT_RETRYABLE, FAIL, SUCCEEDED, classify, parse_retry_after
+from service.policy.classify import (
+    DEFAULT_RETRYABLE,
+    FAIL,
+    SUCCEEDED,
+    classify,
+    is_success,
+    parse_retry_after,
+)
 
 INTERRUPTION = "interrupted: the worker stopped before the endpoint answered"
 
@@ -31,18 +37,18 @@ def judge(
     `request_headers` are the request's headers the attempt keeps."""
     attempt_number = claimed.attempt_count + 1
     code = response.status_code
-    error = response.error or (None if 200 <= code < 300 else f"HTTP {code}")
+    error = response.error or (None if is_success(code) else f"HTTP {code}")
     delay: float | None = None
     backoff: float | None = None
-    verdict = health.NEUTRAL  # the endpoint answered for good, or the request never left
+    verdict = Verdict.NEUTRAL  # the endpoint answered for good, or the request never left
     if response.outcome == AttemptOutcome.BLOCKED:
         status, last_error = Status.FAILED, error
     elif (kind := classify(code, retryable)) == SUCCEEDED:
-        status, last_error, verdict = Status.SUCCEEDED, None, health.SUCCESS
+        status, last_error, verdict = Status.SUCCEEDED, None, Verdict.SUCCESS
     elif kind == FAIL:
         status, last_error = Status.FAILED, f"{error}: {_why_permanent(code, retryable)}"
     else:
-        verdict = health.FAILURE
+        verdict = Verdict.FAILURE
         elapsed = (now - claimed.generation_started_at).total_seconds()
         step = next_step(
             policy,

@@ -21,6 +21,7 @@ from db.backfill import ConvertedAttempt, ConvertedDelivery, FormerAttempt
 from db.events import NewEvent, encode_payload
 from db.pool import ConnectionPool
 from db.vocabulary import Status
+from service.policy.classify import answer_outcome
 
 # The statuses of the former model
 OUTSTANDING = ("to retry", "retrying")
@@ -110,8 +111,9 @@ def event_fields(payload: str | None) -> tuple[str, object]:
 
 def converted_attempts(history: Iterable[FormerAttempt]) -> tuple[ConvertedAttempt, ...]:
     """Return the attempts a converted delivery keeps of its former attempts, numbered."""
-    return tuple(ConvertedAttempt(number, row.endpoint or "unknown", _outcome(row.status_code),
-                                  row.status_code or 0, _utc(row.created_at))
+    return tuple(ConvertedAttempt(number, row.endpoint or "unknown",
+                                  answer_outcome(row.status_code or 0), row.status_code or 0,
+                                  _utc(row.created_at))
                  for number, row in enumerate(history, start=1))
 
 
@@ -139,12 +141,6 @@ def _http_error(code: int | None) -> str | None:
     if code and 200 <= code < 300:
         return None
     return f"HTTP {code}" if code else "network error"
-
-
-def _outcome(code: int | None) -> str:
-    if not code:
-        return "network_error"
-    return "success" if 200 <= code < 300 else "http_error"
 
 
 def _utc(moment: datetime) -> datetime:

@@ -4,8 +4,27 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from enum import StrEnum
 
-SUCCEEDED, RETRY, FAIL = "succeeded", "retry", "fail"
+from db.vocabulary import AttemptOutcome  # constants only: the policy stays free of the database
+
+
+class Classification(StrEnum):
+    """What an answer's status means for its delivery."""
+
+    SUCCEEDED = "succeeded"  # a 2xx
+    RETRY = "retry"  # no answer, or a status worth trying again (408, 429, 5xx by default)
+    FAIL = "fail"  # any other status: trying again would get the same answer
+
+
+SUCCEEDED, RETRY, FAIL = Classification
+
+
+def is_success(status_code: int) -> bool:
+    """Return True for a 2xx status, the only answer that succeeds."""
+    return 200 <= status_code <= 299
+
+
 DEFAULT_RETRYABLE_TEXT = "408,429,5xx"  # status codes retried besides network errors
 _CODE_ITEM = re.compile(r"([1-5])xx|([1-5][0-9]{2})", re.IGNORECASE)
 
@@ -48,7 +67,7 @@ def parse_status_codes(text: str) -> frozenset[int]:
             named = range(int(match[1]) * 100, int(match[1]) * 100 + 100)
         else:
             named = range(int(match[2]), int(match[2]) + 1)
-        if any(200 <= code <= 299 for code in named):
+        if any(is_success(code) for code in named):
             raise ValueError(f"{item!r} is a success; 2xx responses are never retried")
         codes.update(named)
     return frozenset(codes)
@@ -57,9 +76,17 @@ def parse_status_codes(text: str) -> frozenset[int]:
 DEFAULT_RETRYABLE = parse_status_codes(DEFAULT_RETRYABLE_TEXT)
 
 
-def classify(status_code: int, retryable: frozenset[int] = DEFAULT_RETRYABLE) -> str:
+def answer_outcome(status_code: int) -> AttemptOutcome:
+    """Return the outcome of an attempt by its answer's status (0: no answer came)."""
+    if not status_code:
+        return AttemptOutcome.NETWORK_ERROR
+    return AttemptOutcome.SUCCESS if is_success(status_code) else AttemptOutcome.HTTP_ERROR
+
+
+def classify(status_code: int,
+             retryable: frozenset[int] = DEFAULT_RETRYABLE) -> Classification:
     """Return SUCCEEDED, RETRY or FAIL for a response status (0: no response at all)."""
-    if 200 <= status_code <= 299:
+    if is_success(status_code):
         return SUCCEEDED
     if status_code == 0 or status_code in retryable:
         return RETRY

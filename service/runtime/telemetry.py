@@ -12,6 +12,7 @@ work on a fresh deployment (docs/operations.md lists them).
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import logging
 from collections import Counter
@@ -25,7 +26,7 @@ from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.process_collector import ProcessCollector
 
-from db.vocabulary import AttemptOutcome, PoisonKind, Status
+from db.vocabulary import AttemptOutcome, CircuitState, PoisonKind, ReplayAction, Status
 from service import __version__
 from service.policy.classify import status_class
 from service.runtime.fork_handlers import without_fork_handlers
@@ -51,16 +52,40 @@ TRANSITIONS = (
     (Status.FAILED, Status.PENDING),
 )
 CIRCUIT_TRANSITIONS = (
-    ("closed", "open"), ("open", "half_open"), ("half_open", "closed"), ("half_open", "open"),
-    ("open", "closed"),  # an operator's resetCircuit
+    (CircuitState.CLOSED, CircuitState.OPEN), (CircuitState.OPEN, CircuitState.HALF_OPEN),
+    (CircuitState.HALF_OPEN, CircuitState.CLOSED), (CircuitState.HALF_OPEN, CircuitState.OPEN),
+    (CircuitState.OPEN, CircuitState.CLOSED),  # an operator's resetCircuit
 )
 DEACTIVATION_REASONS = ("gone",)  # configs the service deactivates: their endpoint said 410
-REPLAY_ACTIONS = ("replayed", "expedited")
+REPLAY_ACTIONS = tuple(action.lower() for action in ReplayAction)
 SOURCES = ("kafka", "api")
 RETENTION_KINDS = (Status.SUCCEEDED, "failed_or_cancelled", "events", "rejected_events")
 API_OUTCOMES = ("ok", "client_error", "server_error")
 
 log = logging.getLogger(__name__)
+
+
+class PlainLabels:
+    """A counter or histogram whose label values are always plain text. OpenTelemetry tells
+    series apart by their labels' types as well as their text: a status given once as a word
+    of the vocabulary (an enum member) and once as the text read from a row would otherwise be
+    exported as two series with the same labels."""
+
+    def __init__(self, instrument) -> None:
+        self._instrument = instrument
+
+    def add(self, amount: float, attributes: dict | None = None) -> None:
+        self._instrument.add(amount, _plain(attributes))
+
+    def record(self, amount: float, attributes: dict | None = None) -> None:
+        self._instrument.record(amount, _plain(attributes))
+
+
+def _plain(attributes: dict | None) -> dict | None:
+    if not attributes:
+        return attributes
+    return {name: value.value if isinstance(value, enum.Enum) else value
+            for name, value in attributes.items()}
 
 
 class Telemetry:
@@ -95,9 +120,9 @@ class Telemetry:
         self._attempts = counter(
             "webhooks_delivery_attempts_total", "HTTP attempts by outcome",
             [{"outcome": outcome, "status_class": family} for outcome, family in ATTEMPT_KINDS])
-        self._duration = meter.create_histogram(
+        self._duration = PlainLabels(meter.create_histogram(
             "webhooks_delivery_duration_seconds", unit="s",
-            description="Outbound request duration")
+            description="Outbound request duration"))
         self._transitions = counter(
             "webhooks_delivery_transitions_total", "Delivery state transitions",
             [{"from": source, "to": target} for source, target in TRANSITIONS])
@@ -127,16 +152,16 @@ class Telemetry:
         self._api_requests = counter(  # its series start with api_operations()
             "webhooks_api_requests_total",
             "GraphQL requests by root field (operation) and outcome", [])
-        self._api_duration = meter.create_histogram(
+        self._api_duration = PlainLabels(meter.create_histogram(
             "webhooks_api_request_duration_seconds", unit="s",
-            description="GraphQL request duration by root field (operation)")
+            description="GraphQL request duration by root field (operation)"))
         self.gauges = Gauges(meter)
         self._start_at_zero()
 
     def _counter(self, meter, name: str, description: str, start: list[dict[str, str]]):
         """Create a counter exported from the start, at zero, for each label set of `start`
         (every counter names its series here, so none can be forgotten)."""
-        created = meter.create_counter(name, description=description)
+        created = PlainLabels(meter.create_counter(name, description=description))
         for labels in start:
             created.add(0, labels)
         self.counter_names.append(name)
@@ -192,7 +217,7 @@ class Telemetry:
         if count:
             self._deleted.add(count, {"kind": kind})
 
-    def circuit_transition(self, source: str, target: str) -> None:
+    def circuit_transition(self, source: CircuitState | str, target: CircuitState | str) -> None:
         self._circuit.add(1, {"from": source, "to": target})
 
     def config_deactivated(self, reason: str) -> None:

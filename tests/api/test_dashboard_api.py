@@ -170,8 +170,8 @@ def test_attempt_history_counts_outcomes_per_bucket_and_per_config(api, make):
     assert len(history["buckets"]) == 3
     last = history["buckets"][-1]
     assert (last["attempts"], last["succeeded"], last["successRate"]) == (2, 1, 0.5)
-    assert {o["outcome"]: o["count"] for o in last["outcomes"]} == {"success": 1,
-                                                                     "http_error": 1}
+    assert {o["outcome"]: o["count"] for o in last["outcomes"]} == {"SUCCESS": 1,
+                                                                     "HTTP_ERROR": 1}
     assert sum(bucket["attempts"] for bucket in history["buckets"]) == 3
     assert [(c["configName"], c["attempts"], c["succeeded"]) for c in history["configs"]] == \
         [("a", 2, 1), ("b", 1, 0)]

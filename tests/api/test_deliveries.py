@@ -228,7 +228,7 @@ def test_a_delivery_shows_its_payload_and_attempts_oldest_first(api, make):
     assert [a["attemptNumber"] for a in delivery["attempts"]] == [1, 2]
     assert delivery["attempts"][0] | {"id": None, "createdAt": None} == {
         "id": None, "attemptNumber": 1, "replayGeneration": 0, "endpoint": config.endpoint,
-        "outcome": "http_error", "statusCode": 500, "durationMs": 12,
+        "outcome": "HTTP_ERROR", "statusCode": 500, "durationMs": 12,
         "responseExcerpt": "body", "error": None, "createdAt": None,
     }
 

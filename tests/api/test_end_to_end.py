@@ -46,7 +46,7 @@ def test_publish_deliver_fail_and_replay_through_the_api(
     delivered = _status(api, delivered_id, "SUCCEEDED")
     assert delivered["payload"] == {"order": 1}
     assert delivered["attempts"] == [{"attemptNumber": 1, "replayGeneration": 0,
-                                      "outcome": "success", "statusCode": 200,
+                                      "outcome": "SUCCESS", "statusCode": 200,
                                       "endpoint": receiver.url, "responseExcerpt": "ok"}]
     request = receiver.wait_for(1)[0]
     assert Webhook(created["secret"]).verify(request.body, request.headers)["id"] == "evt_ok"

@@ -7,7 +7,8 @@ import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from db import deliveries, health
+from db import deliveries
+from db.vocabulary import Verdict
 from tests.endpoint_health import RULES, claim, events_for, open_circuit, result, row, stage
 
 
@@ -79,7 +80,7 @@ def test_a_probe_answered_with_a_permanent_4xx_reopens_the_circuit_probing_again
     stage(make, config.id, next_probe_at=row(make, config.id)["opened_at"])
     (probe,) = claim(make)
     refused = replace(result(probe, 400), outcome="http_error", next_status="failed",
-                      next_delay=None, last_error="HTTP 400", verdict=health.NEUTRAL)
+                      next_delay=None, last_error="HTTP 400", verdict=Verdict.NEUTRAL)
     _, transitions = deliveries.record_and_settle(make.pool, [refused], RULES)
     assert [(t.source, t.target) for t in transitions] == [("half_open", "open")]
     reopened = row(make, config.id)

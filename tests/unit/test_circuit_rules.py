@@ -9,7 +9,7 @@ import pytest
 
 from db import health
 from db.deliveries import Claimed
-from db.vocabulary import AttemptOutcome
+from db.vocabulary import AttemptOutcome, Verdict
 from service.dispatch.circuit import NEVER, rules_from
 from service.dispatch.sender import Response
 from service.dispatch.verdict import judge
@@ -25,19 +25,19 @@ CLAIMED = Claimed(
 
 
 @pytest.mark.parametrize("outcome, status_code, verdict", [
-    ("success", 200, health.SUCCESS),
-    ("success", 204, health.SUCCESS),
-    ("http_error", 500, health.FAILURE),
-    ("http_error", 503, health.FAILURE),
-    ("http_error", 408, health.FAILURE),
-    ("http_error", 429, health.FAILURE),
-    ("timeout", 0, health.FAILURE),
-    ("network_error", 0, health.FAILURE),
-    ("http_error", 400, health.NEUTRAL),
-    ("http_error", 404, health.NEUTRAL),
-    ("http_error", 410, health.NEUTRAL),
-    ("http_error", 301, health.NEUTRAL),
-    (AttemptOutcome.BLOCKED, 0, health.NEUTRAL),
+    ("success", 200, Verdict.SUCCESS),
+    ("success", 204, Verdict.SUCCESS),
+    ("http_error", 500, Verdict.FAILURE),
+    ("http_error", 503, Verdict.FAILURE),
+    ("http_error", 408, Verdict.FAILURE),
+    ("http_error", 429, Verdict.FAILURE),
+    ("timeout", 0, Verdict.FAILURE),
+    ("network_error", 0, Verdict.FAILURE),
+    ("http_error", 400, Verdict.NEUTRAL),
+    ("http_error", 404, Verdict.NEUTRAL),
+    ("http_error", 410, Verdict.NEUTRAL),
+    ("http_error", 301, Verdict.NEUTRAL),
+    (AttemptOutcome.BLOCKED, 0, Verdict.NEUTRAL),
 ])
 def test_each_response_gives_the_breaker_its_verdict(outcome, status_code, verdict):
     response = Response(outcome=outcome, status_code=status_code, duration=0.01,

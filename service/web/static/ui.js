@@ -160,7 +160,7 @@ export function attemptChart(history) {
   const bars = [];
   buckets.forEach((bucket, index) => {
     let y = height - bottom;
-    const counts = Object.fromEntries(bucket.outcomes.map((o) => [o.outcome, o.count]));
+    const counts = Object.fromEntries(bucket.outcomes.map((o) => [o.outcome.toLowerCase(), o.count]));
     for (const outcome of OUTCOMES) {
       const count = counts[outcome] || 0;
       if (!count) continue;

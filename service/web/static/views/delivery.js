@@ -20,12 +20,13 @@ const REPLAY = `mutation Replay($id: ID!) {
 const WATCH_SECONDS = 60;
 
 function attemptItem(attempt) {
-  return h("li", { class: `attempt ${attempt.outcome}` },
+  const outcome = attempt.outcome.toLowerCase();  // the API's enum, the page's word
+  return h("li", { class: `attempt ${outcome}` },
     h("div", { class: "attempt-head" },
       h("strong", {}, `#${attempt.attemptNumber}`),
       attempt.replayGeneration ? h("span", { class: "muted" },
         `generation ${attempt.replayGeneration}`) : null,
-      badge(attempt.outcome),
+      badge(outcome),
       h("span", {}, attempt.statusCode ? `HTTP ${attempt.statusCode}` : "no response"),
       h("span", { class: "muted" }, `${attempt.durationMs} ms`),
       time(attempt.createdAt)),
@@ -115,7 +116,7 @@ export async function deliveryPage({ params: [id] }) {
       }
       if (now.attempts.length > seen && now.status !== "DELIVERING") {
         await deliveryPage({ params: [id] });
-        notify(`New attempt: ${now.attempts[now.attempts.length - 1].outcome}.`);
+        notify(`New attempt: ${now.attempts[now.attempts.length - 1].outcome.toLowerCase()}.`);
         return;
       }
     }
