@@ -17,11 +17,11 @@ from typing import Any
 
 from db.pool import ConnectionPool
 from db.vocabulary import Status
-from graphql_schema.context import Context
 from graphql_schema.errors import BAD_USER_INPUT, NOT_FOUND, UNAVAILABLE, code_of
 from graphql_schema.schema import schema
 from service.commands.registry import EXIT_DATABASE, EXIT_FAILED, EXIT_USAGE
 from service.policy.durations import format_duration, parse_duration
+from service.runtime.api_context import api_context
 from service.runtime.logs import audit_lines, cli_actor
 from service.runtime.settings import Settings
 from service.runtime.telemetry import Telemetry
@@ -52,11 +52,8 @@ class LocalApi:
     def run(self, query: str, variables: dict | None = None, *,
             idempotency_key: str | None = None) -> dict[str, Any]:
         """Return the data of an operation, or raise ApiFailure with the API's code."""
-        context = Context(pool=self.pool, telemetry=self.telemetry,
-                          max_payload=self.settings.max_payload,
-                          secret_rotation_grace=self.settings.secret_rotation_grace,
-                          role="operator", token_name=cli_actor(),
-                          idempotency_key=idempotency_key)
+        context = api_context(self.pool, self.telemetry, self.settings, role="operator",
+                              token_name=cli_actor(), idempotency_key=idempotency_key)
         result = schema.execute_sync(query, variable_values=variables or {},
                                      context_value=context)
         if result.errors:

@@ -9,7 +9,7 @@ from db.pool import ConnectionPool
 from graphql_schema.context import Context, bearer_token
 from graphql_schema.schema import operations, schema
 from graphql_schema.view import GraphQLView
-from service.policy.ssrf import endpoint_refusal
+from service.runtime.api_context import api_context
 from service.runtime.settings import Settings
 from service.runtime.status_server import PROMETHEUS_TYPE
 from service.runtime.telemetry import Telemetry
@@ -39,16 +39,10 @@ def create_app(
         principal = tokens.authenticate(pool, token) if token else None
         if principal:  # for the access log, which names the token, never shows it
             request.environ[TOKEN_NAME_KEY] = principal.name
-        return Context(
-            pool=pool,
-            telemetry=telemetry,
-            max_payload=settings.max_payload,
-            secret_rotation_grace=settings.secret_rotation_grace,
-            endpoint_refusal=None if settings.allow_private_endpoints else endpoint_refusal,
-            role=principal.role if principal else None,
-            token_name=principal.name if principal else None,
-            idempotency_key=request.headers.get("Idempotency-Key"),
-        )
+        return api_context(pool, telemetry, settings,
+                           role=principal.role if principal else None,
+                           token_name=principal.name if principal else None,
+                           idempotency_key=request.headers.get("Idempotency-Key"))
 
     names = operations()
     telemetry.api_operations(names)

@@ -4,6 +4,7 @@ exit codes, on a real database through the API's own rules."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import pty
@@ -15,7 +16,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from db import configs
+from graphql_schema.errors import BAD_USER_INPUT
 from service.cli import main
+from service.commands.local_api import ApiFailure, LocalApi
 from tests.helpers import PATIENCE
 
 
@@ -289,3 +292,25 @@ def test_a_listing_whose_reader_goes_away_ends_quietly(database_url, make):
                                 timeout=120)
         assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr
         assert result.returncode == 141, result.stderr
+
+
+CREATE = """mutation ($input: CreateConfigInput!) {
+  createConfig(input: $input) { config { endpoint } }
+}"""
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_the_command_lines_api_refuses_private_endpoints_as_the_web_does(settings, pool,
+                                                                         allowed):
+    """The command line runs the API in its own process, with the context the web builds:
+    the same settings decide whether an endpoint on a private address is refused."""
+    settings = dataclasses.replace(settings, allow_private_endpoints=allowed)
+    api = LocalApi(settings, pool)
+    new = {"input": {"endpoint": "http://127.0.0.1:9/hook", "eventTypes": ["x"]}}
+    if allowed:
+        assert api.run(CREATE, new)["createConfig"]["config"]["endpoint"] == \
+            "http://127.0.0.1:9/hook"
+    else:
+        with pytest.raises(ApiFailure) as refused:
+            api.run(CREATE, new)
+        assert refused.value.code == BAD_USER_INPUT and "private" in str(refused.value)

@@ -1,0 +1,28 @@
+"""The context every GraphQL operation runs in, built from the process's settings: the same
+limits and checks whether the operation came over HTTP or from the command line."""
+
+from __future__ import annotations
+
+from db.pool import ConnectionPool
+from graphql_schema.context import Context
+from service.policy.ssrf import endpoint_refusal
+from service.runtime.settings import Settings
+from service.runtime.telemetry import Telemetry
+
+
+def api_context(pool: ConnectionPool, telemetry: Telemetry, settings: Settings, *,
+                role: str | None, token_name: str | None,
+                idempotency_key: str | None) -> Context:
+    """Return the context of one operation by `role` (None: not authenticated): the payload
+    limit, the secret rotation grace, and the check that refuses private endpoints unless the
+    settings allow them."""
+    return Context(
+        pool=pool,
+        telemetry=telemetry,
+        max_payload=settings.max_payload,
+        secret_rotation_grace=settings.secret_rotation_grace,
+        endpoint_refusal=None if settings.allow_private_endpoints else endpoint_refusal,
+        role=role,
+        token_name=token_name,
+        idempotency_key=idempotency_key,
+    )
