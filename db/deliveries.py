@@ -238,6 +238,15 @@ class Replay:
     next_attempt_at: datetime
 
 
+# Why a delivery is not replayed: the same words one at a time and in bulk.
+INACTIVE_CONFIG = "its config is inactive or deleted"
+
+
+def not_replayable(status: str) -> str:
+    """Say why a delivery in `status` (neither failed nor pending) cannot be replayed."""
+    return f"it is {status}; only failed and pending deliveries can be replayed"
+
+
 def replay(cursor: Any, delivery_id: int) -> Replay:
     """Replay a failed delivery or expedite a pending one, within the caller's transaction.
 
@@ -254,13 +263,11 @@ def replay(cursor: Any, delivery_id: int) -> Replay:
         raise NotFound(f"delivery {delivery_id} not found")
     status = blocker["status"]
     if status in REPLAYABLE and not blocker["config_active"]:
-        raise NotEligible(f"delivery {delivery_id} belongs to an inactive or deleted config")
+        raise NotEligible(f"delivery {delivery_id}: {INACTIVE_CONFIG}")
     if blocker["waits_for_its_key"]:
         raise NotEligible(f"delivery {delivery_id} waits for an earlier delivery of its "
                           "ordering key; it is sent once that one's outcome is settled")
-    raise NotEligible(
-        f"delivery {delivery_id} is {status}; only failed and pending deliveries can be replayed"
-    )
+    raise NotEligible(f"delivery {delivery_id}: {not_replayable(status)}")
 
 
 @dataclass(frozen=True)
@@ -299,9 +306,9 @@ def replay_page(
         elif action == ReplayAction.EXPEDITED:
             expedited.append(id)
         elif status not in REPLAYABLE:
-            skipped.append((id, f"{status}: only failed and pending deliveries replay"))
+            skipped.append((id, not_replayable(status)))
         elif not row["config_active"]:
-            skipped.append((id, "its config is inactive or deleted"))
+            skipped.append((id, INACTIVE_CONFIG))
         else:
             skipped.append((id, "it changed state during the replay"))
     return ReplayPage(replayed, expedited, skipped, has_more=has_more, last=listed[:limit][-1])
