@@ -15,6 +15,16 @@ from service.runtime.telemetry import Telemetry
 PROMETHEUS_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+def readiness(pool: ConnectionPool, stalled: list | None = None) -> tuple[int, dict]:
+    """Return the HTTP status and the body of `/readyz` (the web's and the worker's): 503 while
+    the database is unreachable or, in a worker, while Kafka partitions are stalled."""
+    if not pool.ready():
+        return 503, {"status": "database unreachable"}
+    if stalled:
+        return 503, {"status": "kafka partitions stalled", "partitions": stalled}
+    return 200, {"status": "ready"}
+
+
 class PortInUse(Exception):
     """Another process listens on the port a setting names."""
 
@@ -76,16 +86,9 @@ class StatusServer:
         elif path == "/healthz":
             body, status, kind = b'{"status":"ok"}', "200 OK", "application/json"
         elif path == "/readyz":
-            stalled = self.stalled()
-            if not self.pool.ready():
-                body, status = b'{"status":"database unreachable"}', "503 Service Unavailable"
-            elif stalled:
-                body = json.dumps({"status": "kafka partitions stalled",
-                                   "partitions": stalled}).encode()
-                status = "503 Service Unavailable"
-            else:
-                body, status = b'{"status":"ready"}', "200 OK"
-            kind = "application/json"
+            code, answer = readiness(self.pool, self.stalled())
+            body, kind = json.dumps(answer).encode(), "application/json"
+            status = "200 OK" if code == 200 else "503 Service Unavailable"
         else:
             body, status, kind = b'{"error":"not found"}', "404 Not Found", "application/json"
         start_response(status, [("Content-Type", kind), ("Content-Length", str(len(body)))])

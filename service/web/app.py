@@ -11,7 +11,7 @@ from graphql_schema.schema import operations, schema
 from graphql_schema.view import GraphQLView
 from service.runtime.api_context import api_context
 from service.runtime.settings import Settings
-from service.runtime.status_server import PROMETHEUS_TYPE
+from service.runtime.status_server import PROMETHEUS_TYPE, readiness
 from service.runtime.telemetry import Telemetry
 from service.web import dashboard
 from service.web.weblog import TOKEN_NAME_KEY
@@ -59,9 +59,8 @@ def create_app(
 
     @app.get("/readyz")
     def readyz():
-        if pool.ready():
-            return jsonify(status="ready")
-        return jsonify(status="database unreachable"), 503
+        code, answer = readiness(pool)
+        return jsonify(answer), code
 
     @app.get("/metrics")
     def metrics():
