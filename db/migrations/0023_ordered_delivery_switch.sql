@@ -1,5 +1,6 @@
--- Ordered delivery, continued: the rule "a failed delivery holds its key" written once, and
--- a config switched to per-key ordering numbers the deliveries it already has.
+-- Ordered delivery, continued: the rules "a failed delivery holds its key" and "number a key's
+-- deliveries" written once, and a config switched to per-key ordering numbers the deliveries it
+-- already has.
 
 -- A failed delivery holds its key while its config blocks on failure and no operator has
 -- skipped it.
@@ -7,6 +8,41 @@ CREATE OR REPLACE FUNCTION holds_its_key(status text, block_on_failure boolean,
                                          skipped_at timestamptz) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$
     SELECT status = 'failed' AND block_on_failure AND skipped_at IS NULL
+$$;
+
+-- Number the deliveries among `ids` that take turns (an ordering key, a config ordered per
+-- key, no number yet): per config and key in the order they were created, after whatever the
+-- key has given. Return the keys numbered. Written once for new deliveries and for those a
+-- config already had when it was switched to per-key ordering.
+CREATE OR REPLACE FUNCTION number_key_turns(ids bigint[])
+RETURNS TABLE (config_id text, ordering_key text)
+LANGUAGE sql AS $$
+    WITH fresh AS (
+        SELECT d.id, d.config_id, d.ordering_key,
+               row_number() OVER (PARTITION BY d.config_id, d.ordering_key ORDER BY d.id)
+                   AS position,
+               count(*) OVER (PARTITION BY d.config_id, d.ordering_key) AS total
+        FROM deliveries d
+        JOIN configs c ON c.id = d.config_id AND c.ordering = 'per_key'
+        WHERE d.id = ANY (ids) AND d.ordering_key IS NOT NULL AND d.sequence IS NULL
+    ),
+    counted AS (
+        INSERT INTO ordering_keys AS k (config_id, ordering_key, last_sequence)
+        SELECT DISTINCT f.config_id, f.ordering_key, f.total FROM fresh f
+        ORDER BY f.config_id, f.ordering_key
+        ON CONFLICT (config_id, ordering_key)
+        DO UPDATE SET last_sequence = k.last_sequence + excluded.last_sequence
+        RETURNING k.config_id, k.ordering_key, k.last_sequence
+    ),
+    numbered AS (
+        UPDATE deliveries d
+        SET sequence = c.last_sequence - f.total + f.position
+        FROM fresh f
+        JOIN counted c ON c.config_id = f.config_id AND c.ordering_key = f.ordering_key
+        WHERE d.id = f.id
+        RETURNING d.config_id, d.ordering_key
+    )
+    SELECT DISTINCT n.config_id, n.ordering_key FROM numbered n
 $$;
 
 -- The deliveries' triggers, as before, with the rule above.
@@ -21,33 +57,8 @@ BEGIN
     END IF;
     IF TG_OP = 'INSERT' THEN
         -- Number the keyed deliveries of ordered configs, in insertion order per key.
-        WITH fresh AS (
-            SELECT n.id, n.config_id, n.ordering_key,
-                   row_number() OVER (PARTITION BY n.config_id, n.ordering_key ORDER BY n.id)
-                       AS position,
-                   count(*) OVER (PARTITION BY n.config_id, n.ordering_key) AS total
-            FROM new_rows n
-            JOIN configs c ON c.id = n.config_id AND c.ordering = 'per_key'
-            WHERE n.ordering_key IS NOT NULL
-        ),
-        counted AS (
-            INSERT INTO ordering_keys AS k (config_id, ordering_key, last_sequence)
-            SELECT DISTINCT config_id, ordering_key, total FROM fresh
-            ORDER BY config_id, ordering_key
-            ON CONFLICT (config_id, ordering_key)
-            DO UPDATE SET last_sequence = k.last_sequence + excluded.last_sequence
-            RETURNING k.config_id, k.ordering_key, k.last_sequence
-        ),
-        numbered AS (
-            UPDATE deliveries d
-            SET sequence = c.last_sequence - f.total + f.position
-            FROM fresh f
-            JOIN counted c USING (config_id, ordering_key)
-            WHERE d.id = f.id
-            RETURNING d.config_id, d.ordering_key
-        )
-        SELECT array_agg(config_id), array_agg(ordering_key) INTO config_ids, keys
-        FROM (SELECT DISTINCT config_id, ordering_key FROM numbered) k;
+        SELECT array_agg(n.config_id), array_agg(n.ordering_key) INTO config_ids, keys
+        FROM number_key_turns(ARRAY(SELECT id FROM new_rows)) n;
     ELSIF TG_OP = 'UPDATE' THEN
         WITH changed AS (
             SELECT n.id, n.config_id, n.ordering_key, n.status, n.blocks_key,
@@ -98,27 +109,10 @@ DECLARE
     keys text[];
 BEGIN
     IF OLD.ordering = 'unordered' AND NEW.ordering = 'per_key' THEN
-        WITH fresh AS (
-            SELECT d.id, d.ordering_key,
-                   row_number() OVER (PARTITION BY d.ordering_key ORDER BY d.id) AS position,
-                   count(*) OVER (PARTITION BY d.ordering_key) AS total
-            FROM deliveries d
-            WHERE d.config_id = NEW.id AND d.ordering_key IS NOT NULL
-              AND d.sequence IS NULL AND d.status IN ('pending', 'delivering')
-        ),
-        counted AS (
-            INSERT INTO ordering_keys AS k (config_id, ordering_key, last_sequence)
-            SELECT DISTINCT NEW.id, ordering_key, total FROM fresh
-            ORDER BY 2
-            ON CONFLICT (config_id, ordering_key)
-            DO UPDATE SET last_sequence = k.last_sequence + excluded.last_sequence
-            RETURNING k.ordering_key, k.last_sequence
-        )
-        UPDATE deliveries d
-        SET sequence = c.last_sequence - f.total + f.position
-        FROM fresh f
-        JOIN counted c USING (ordering_key)
-        WHERE d.id = f.id;
+        PERFORM number_key_turns(ARRAY(
+            SELECT id FROM deliveries
+            WHERE config_id = NEW.id AND ordering_key IS NOT NULL AND sequence IS NULL
+              AND status IN ('pending', 'delivering')));
     END IF;
     UPDATE deliveries d
     SET blocks_key = holds_its_key(d.status, NEW.block_on_failure, d.skipped_at)
