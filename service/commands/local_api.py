@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -173,33 +172,3 @@ def ago(iso: str | None) -> str:
     seconds = (datetime.fromisoformat(iso) - datetime.now(UTC)).total_seconds()
     text = format_duration(abs(seconds), parts=2)
     return f"{text} ago" if seconds < 0 else f"in {text}"
-
-
-class Progress:
-    """Report `done` of `total` on stderr: a redrawn bar on a terminal, lines elsewhere."""
-
-    WIDTH = 30
-    LINE_EVERY = 2.0  # seconds between progress lines when not on a terminal
-
-    def __init__(self, label: str, total: int, stream: Any = None) -> None:
-        self.label = label
-        self.total = max(total, 1)
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self.last_line = 0.0
-
-    def update(self, done: int, detail: str) -> None:
-        share = min(done / self.total, 1.0)
-        if self.tty:
-            filled = int(share * self.WIDTH)
-            self.stream.write(f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] "
-                              f"{share:5.0%} {detail}")
-            self.stream.flush()
-        elif time.monotonic() - self.last_line >= self.LINE_EVERY:
-            self.last_line = time.monotonic()
-            print(f"{self.label}: {share:.0%} {detail}", file=self.stream, flush=True)
-
-    def finish(self, detail: str) -> None:
-        if self.tty:
-            self.stream.write("\n")
-        print(f"{self.label}: done, {detail}", file=self.stream, flush=True)

@@ -9,7 +9,6 @@ from graphql_schema.errors import BAD_USER_INPUT
 from service.commands.local_api import (
     ApiFailure,
     LocalApi,
-    Progress,
     add_filter_flags,
     add_output_flag,
     filter_of,
@@ -17,6 +16,7 @@ from service.commands.local_api import (
     print_table,
     run_command,
 )
+from service.commands.progress import Progress
 from service.commands.registry import EXIT_OK, command
 from service.runtime.settings import Settings
 
@@ -92,5 +92,7 @@ def _bulk(api: LocalApi, args: argparse.Namespace) -> int:
     progress.finish(detail)
     if args.json:
         print_json(totals)
+    else:
+        print(detail)
     return EXIT_OK
 

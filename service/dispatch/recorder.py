@@ -28,6 +28,7 @@ from db.vocabulary import Status
 from service.dispatch import circuit
 from service.dispatch.sender import Response
 from service.policy.backoff import pause_after
+from service.policy.halves import store_in_halves
 from service.runtime.telemetry import Telemetry
 
 log = logging.getLogger("webhooks.dispatcher")
@@ -167,19 +168,14 @@ class Recorder:
         Return the moves and the circuit transitions the results caused."""
         record = functools.partial(self._with_retries, self._record_and_settle,
                                    attempts=5 if deadline else None, deadline=deadline)
-        try:
-            return record([result for _, _, result in done])
-        except StatementCancelled as error:
-            if len(done) > 1:
-                return self._store_in_halves(done, deadline)
-            claimed, _, result = done[0]
-            log.error("recording an attempt was cancelled every time; its claim will be "
-                      "recovered", extra={**_fields(claimed, result), "error": str(error)})
-            return [], []
-        except InvalidData as error:
-            if len(done) > 1:
-                return self._store_in_halves(done, deadline)
-            claimed, _, result = done[0]
+
+        def alone(finished: tuple[Claimed, Response, AttemptResult], error: Exception
+                  ) -> tuple[list[Moved], list[Transition]]:
+            claimed, _, result = finished
+            if isinstance(error, StatementCancelled):
+                log.error("recording an attempt was cancelled every time; its claim will be "
+                          "recovered", extra={**_fields(claimed, result), "error": str(error)})
+                return [], []
             log.error("attempt could not be stored as is; recording it without the "
                       "endpoint's text", extra={**_fields(claimed, result), "error": str(error)})
             try:
@@ -189,12 +185,10 @@ class Recorder:
                               extra={"delivery_id": claimed.id})
                 return [], []
 
-    def _store_in_halves(self, done: list[tuple[Claimed, Response, AttemptResult]],
-                         deadline: float | None) -> tuple[list[Moved], list[Transition]]:
-        half = len(done) // 2
-        first, second = (self._store(done[:half], deadline=deadline),
-                         self._store(done[half:], deadline=deadline))
-        return first[0] + second[0], first[1] + second[1]
+        parts = store_in_halves(done, lambda part: record([result for _, _, result in part]),
+                                refused=(StatementCancelled, InvalidData), alone=alone)
+        return ([moved for part, _ in parts for moved in part],
+                [transition for _, part in parts for transition in part])
 
     def _with_retries(self, operation, argument, *, attempts: int | None = None,
                       deadline: float | None = None):

@@ -22,6 +22,7 @@ from db.rejected import Rejection
 from db.vocabulary import PoisonKind
 from service.ingest.envelope import Poison, parse
 from service.policy import safe_text
+from service.policy.halves import store_in_halves
 from service.runtime.telemetry import Telemetry
 
 if TYPE_CHECKING:
@@ -83,19 +84,16 @@ def _parse(record: ConsumerRecord, max_payload: int) -> NewEvent:
 def _isolate(pool: ConnectionPool, goods: list[tuple[ConsumerRecord, NewEvent]]
              ) -> tuple[IngestCounts, list[tuple[ConsumerRecord, Exception]]]:
     """Store `goods` in halves until each value the database refuses stands alone."""
-    try:
+
+    def store(part: Sequence[tuple[ConsumerRecord, NewEvent]]):
         with pool.transaction() as cursor:
-            counts = events.ingest(cursor, [event for _, event in goods], source="kafka")
-        return counts, []
-    except InvalidData as error:
-        if len(goods) == 1:
-            return IngestCounts(0, 0), [(goods[0][0], error)]
-    half = len(goods) // 2
-    left, left_culprits = _isolate(pool, goods[:half])
-    right, right_culprits = _isolate(pool, goods[half:])
-    counts = IngestCounts(left.events_created + right.events_created,
-                          left.deliveries_created + right.deliveries_created)
-    return counts, left_culprits + right_culprits
+            return events.ingest(cursor, [event for _, event in part], source="kafka"), []
+
+    parts = store_in_halves(goods, store, refused=(InvalidData,),
+                            alone=lambda good, error: (IngestCounts(0, 0), [(good[0], error)]))
+    return (IngestCounts(sum(counts.events_created for counts, _ in parts),
+                         sum(counts.deliveries_created for counts, _ in parts)),
+            [culprit for _, culprits in parts for culprit in culprits])
 
 
 def _account(telemetry: Telemetry, progress: Progress, messages: int, counts: IngestCounts,
