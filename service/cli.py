@@ -21,16 +21,10 @@ from service.commands.registry import (  # noqa: E402
     EXIT_DATABASE,
     EXIT_USAGE,
 )
-from service.commands.setting_flags import (  # noqa: E402
-    COMMAND_SETTINGS,
-    add_arguments,
-    flags_from,
-)
+from service.commands.setting_flags import add_arguments, flags_from  # noqa: E402
 from service.runtime import early_stop  # noqa: E402
 from service.runtime.settings import Settings, SettingsError  # noqa: E402
 from service.runtime.status_server import PortInUse  # noqa: E402
-
-WARM_STOP_COMMANDS = ("worker",)  # commands that stop warmly on a SIGTERM held at startup
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,11 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"webhooks {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, (help, _, arguments) in COMMANDS.items():
-        sub = subparsers.add_parser(name, help=help, description=help)
-        if arguments:
-            arguments(sub)
-        add_arguments(sub, COMMAND_SETTINGS[name])
+    for name, registered in COMMANDS.items():
+        sub = subparsers.add_parser(name, help=registered.help, description=registered.help)
+        if registered.arguments:
+            registered.arguments(sub)
+        add_arguments(sub, registered.settings)
     return parser
 
 
@@ -56,12 +50,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command not in WARM_STOP_COMMANDS:
+    registered = COMMANDS[args.command]
+    if not registered.warm_stop:
         early_stop.release()
-    _, function, _ = COMMANDS[args.command]
     try:
         settings = Settings.load(flags=flags_from(args), dev=args.command == "dev")
-        code = function(args, settings)
+        code = registered.run(args, settings)
         sys.stdout.flush()  # a reader that went away is found here, not at exit
         return code
     except (SettingsError, PortInUse) as error:

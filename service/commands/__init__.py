@@ -1,13 +1,8 @@
-"""The subcommands of `webhooks`; importing this package registers them."""
+"""The subcommands of `webhooks`; importing this package registers every module's commands
+(each declares itself with `registry.command`, nowhere else)."""
 
-from service.commands import (  # noqa: F401
-    backfill,
-    configs,
-    deliveries,
-    dev,
-    migrate,
-    replay,
-    run,
-    stats,
-    tokens,
-)
+import importlib
+import pkgutil
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")

@@ -24,7 +24,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 @command("backfill-deliveries",
          "convert outstanding retries and recent history of the former attempts table "
-         "into deliveries (resumable, idempotent)", _arguments)
+         "into deliveries (resumable, idempotent)", _arguments,
+         settings=("database_url", "retention_succeeded", "retention_failed"))
 def run_backfill(args: argparse.Namespace, settings: Settings) -> int:
     pool = settings.connection_pool(size=2, application_name="webhooks-backfill")
     try:

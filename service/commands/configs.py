@@ -17,7 +17,7 @@ from service.commands.local_api import (
     run_command,
 )
 from service.commands.registry import EXIT_OK, command
-from service.commands.setting_flags import COMMAND_SETTINGS, add_arguments
+from service.commands.setting_flags import DATABASE_ONLY, add_arguments
 from service.runtime.settings import Settings
 
 LIST = """query ($filter: ConfigFilter) {
@@ -63,10 +63,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                              "succeeds or is skipped; no: the key moves on")
     for action in (listing, pause, resume, update):
         add_output_flag(action)
-        add_arguments(action, COMMAND_SETTINGS["configs"])
+        add_arguments(action, DATABASE_ONLY)
 
 
-@command("configs", "list, pause, resume or update configs (same rules as the API)", _arguments)
+@command("configs", "list, pause, resume or update configs (same rules as the API)", _arguments,
+         settings=DATABASE_ONLY)
 def run_configs(args: argparse.Namespace, settings: Settings) -> int:
     body = {"list": _list, "update": _update}.get(args.action, _change)
     return run_command("configs", settings, lambda api: body(api, args))

@@ -17,7 +17,7 @@ from service.commands.local_api import (
     run_command,
 )
 from service.commands.registry import EXIT_OK, command
-from service.commands.setting_flags import COMMAND_SETTINGS, add_arguments
+from service.commands.setting_flags import DATABASE_ONLY, add_arguments
 from service.runtime.settings import Settings
 
 LIST = """query ($filter: DeliveryFilter, $first: Int, $after: String, $orderBy: DeliveryOrder!) {
@@ -51,10 +51,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("id")
     for action in (listing, show):
         add_output_flag(action)
-        add_arguments(action, COMMAND_SETTINGS["deliveries"])
+        add_arguments(action, DATABASE_ONLY)
 
 
-@command("deliveries", "list deliveries or show one (same rules as the API)", _arguments)
+@command("deliveries", "list deliveries or show one (same rules as the API)", _arguments,
+         settings=DATABASE_ONLY)
 def run_deliveries(args: argparse.Namespace, settings: Settings) -> int:
     return run_command("deliveries", settings,
                        lambda api: (_list if args.action == "list" else _show)(api, args))

@@ -6,10 +6,12 @@ import argparse
 
 from db.migrate import migrate
 from service.commands.registry import EXIT_OK, command
+from service.commands.setting_flags import DATABASE_ONLY
 from service.runtime.settings import Settings
 
 
-@command("migrate", "apply pending database migrations (idempotent, concurrency-safe)")
+@command("migrate", "apply pending database migrations (idempotent, concurrency-safe)",
+         settings=DATABASE_ONLY)
 def run_migrate(args: argparse.Namespace, settings: Settings) -> int:
     settings.require_database_url()
     applied = migrate(settings.session_database_url, report=print,

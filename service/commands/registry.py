@@ -8,22 +8,38 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from service.runtime.settings import Settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_DATABASE = 0, 1, 2, 3
 EXIT_BROKEN_PIPE = 141  # the reader of the output went away, as a shell reports SIGPIPE
 
-Command = Callable[[argparse.Namespace, Settings], int]
+Run = Callable[[argparse.Namespace, Settings], int]
 Arguments = Callable[[argparse.ArgumentParser], None]
-COMMANDS: dict[str, tuple[str, Command, Arguments | None]] = {}
 
 
-def command(name: str, help: str, arguments: Arguments | None = None):
-    """Register a subcommand: `help` for --help, `arguments` adds its own flags."""
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: what --help says, what it runs, its own flags and the settings it reads
+    (its --help and its settings flags list these only)."""
 
-    def register(function: Command) -> Command:
-        COMMANDS[name] = (help, function, arguments)
+    help: str
+    run: Run
+    arguments: Arguments | None
+    settings: tuple[str, ...]
+    warm_stop: bool  # a SIGTERM that arrives while it starts up stops it warmly
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def command(name: str, help: str, arguments: Arguments | None = None, *,
+            settings: tuple[str, ...], warm_stop: bool = False):
+    """Register a subcommand: this decorator is the one place a command is declared."""
+
+    def register(function: Run) -> Run:
+        COMMANDS[name] = Command(help, function, arguments, settings, warm_stop)
         return function
 
     return register

@@ -8,6 +8,7 @@ import os
 import sys
 
 from service.commands.registry import EXIT_OK, command
+from service.commands.setting_flags import API_SETTINGS, WEB_ONLY_SETTINGS, all_but
 from service.policy.durations import format_duration
 from service.runtime import early_stop
 from service.runtime.heap import freeze_startup_objects
@@ -18,7 +19,8 @@ from service.runtime.status_server import bound_socket
 from service.worker import Worker
 
 
-@command("worker", "run the dispatcher, stale-claim recovery, retention and Kafka consumer")
+@command("worker", "run the dispatcher, stale-claim recovery, retention and Kafka consumer",
+         settings=all_but(*WEB_ONLY_SETTINGS), warm_stop=True)
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     configure(settings.log_level)
     if not wait_for_database(settings.require_database_url(), settings.startup_timeout,
@@ -29,7 +31,8 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     return worker.run()
 
 
-@command("web", "serve the GraphQL API with gunicorn's gevent worker on $PORT")
+@command("web", "serve the GraphQL API with gunicorn's gevent worker on $PORT",
+         settings=(*API_SETTINGS, "port", "web_concurrency", "shutdown_timeout"))
 def run_web(args: argparse.Namespace, settings: Settings) -> int:
     """Bind $PORT here, so that a taken port is one line naming it, then hand the socket to
     gunicorn (which would otherwise retry for 5 s and log each try)."""

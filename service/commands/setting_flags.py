@@ -10,30 +10,17 @@ from typing import Any
 from service.runtime.settings import Settings, flag_name
 
 
-def _all_but(*names: str) -> tuple[str, ...]:
+def all_but(*names: str) -> tuple[str, ...]:
+    """Every setting but `names`."""
     return tuple(spec.name for spec in dataclasses.fields(Settings) if spec.name not in names)
 
 
-# The settings each command reads; its --help (and its flags) list these only. A new setting
-# belongs to the worker and to dev unless it is listed as the web's or excluded here.
+# A command lists the settings it reads when it registers; a new setting belongs to the
+# worker and to dev unless it is listed as the web's or excluded there.
 API_SETTINGS = ("database_url", "db_pool_size", "max_payload", "secret_rotation_grace",
                 "allow_private_endpoints", "otlp_endpoint", "log_level")
 WEB_ONLY_SETTINGS = ("port", "web_concurrency", "secret_rotation_grace")
-COMMAND_SETTINGS = {
-    "migrate": ("database_url",),
-    "worker": _all_but(*WEB_ONLY_SETTINGS),
-    "web": (*API_SETTINGS, "port", "web_concurrency", "shutdown_timeout"),
-    # dev runs its own database and serves no separate metrics port
-    "dev": _all_but("database_url", "metrics_port", "startup_timeout", "web_concurrency"),
-    "tokens": ("database_url",),
-    "backfill-deliveries": ("database_url", "retention_succeeded", "retention_failed"),
-    # the on-call commands run the API's operations on the database
-    "deliveries": ("database_url",),
-    "replay": ("database_url",),
-    "stats": ("database_url",),
-    "configs": ("database_url",),
-}
-
+DATABASE_ONLY = ("database_url",)  # commands that run the API's operations on the database
 
 
 def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str] | None = None) -> None:

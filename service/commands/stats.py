@@ -13,6 +13,7 @@ from service.commands.local_api import (
     run_command,
 )
 from service.commands.registry import EXIT_OK, command
+from service.commands.setting_flags import DATABASE_ONLY
 from service.policy.durations import format_duration
 from service.runtime.settings import Settings
 
@@ -31,7 +32,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 @command("stats", "show deliveries by status, queue depth and per-config success rates",
-         _arguments)
+         _arguments, settings=DATABASE_ONLY)
 def run_stats(args: argparse.Namespace, settings: Settings) -> int:
     return run_command("stats", settings, lambda api: _stats(api, args))
 

@@ -13,7 +13,7 @@ from db.errors import InvalidInput, NotFound
 from graphql_schema import audit
 from graphql_schema.errors import code_for
 from service.commands.registry import EXIT_FAILED, EXIT_OK, EXIT_USAGE, command
-from service.commands.setting_flags import COMMAND_SETTINGS, add_arguments
+from service.commands.setting_flags import DATABASE_ONLY, add_arguments
 from service.policy.durations import parse_duration
 from service.runtime.logs import audit_lines, cli_actor
 from service.runtime.settings import Settings
@@ -35,10 +35,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     revoke = actions.add_parser("revoke", help="revoke a token by name")
     revoke.add_argument("name")
     for action in (create, listing, revoke):  # settings flags work after the action too
-        add_arguments(action, COMMAND_SETTINGS["tokens"])
+        add_arguments(action, DATABASE_ONLY)
 
 
-@command("tokens", "create, list or revoke API tokens", _arguments)
+@command("tokens", "create, list or revoke API tokens", _arguments, settings=DATABASE_ONLY)
 def run_tokens(args: argparse.Namespace, settings: Settings) -> int:
     pool = settings.connection_pool(size=1, application_name="webhooks-tokens")
     try:
