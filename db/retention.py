@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from db import idempotency, rates
 from db.pool import ConnectionPool, transaction_on
 from db.sql import QUERIES
+from db.vocabulary import Status
 
 DEFAULT_BATCH = 5000  # deliveries deleted per transaction (5,000 measured 1.5x faster than 1,000)
 
@@ -53,11 +54,11 @@ def run(
         batches = _Batches(conn, per_transaction=locked is None)
         try:
             if succeeded_age > 0:
-                deleted.succeeded = batches.drain("delete_expired_succeeded", succeeded_age,
+                deleted.succeeded = batches.drain((Status.SUCCEEDED,), succeeded_age,
                                                   batch, deleted, pause)
             if finished_age > 0:
-                deleted.finished = batches.drain("delete_expired_finished", finished_age,
-                                                 batch, deleted, pause)
+                deleted.finished = batches.drain((Status.FAILED, Status.CANCELLED),
+                                                 finished_age, batch, deleted, pause)
             ages = [age for age in (succeeded_age, finished_age) if age > 0]
             if ages:
                 deleted.events += batches.delete("delete_old_undelivered_events", min(ages),
@@ -130,14 +131,16 @@ class _Batches:
                 break
         return total
 
-    def drain(self, name: str, age: float, batch: int, deleted: Deleted,
+    def drain(self, statuses: tuple[Status, ...], age: float, batch: int, deleted: Deleted,
               pause: Callable[[], None]) -> int:
-        """Delete batches of `name` until one comes back short; return the deliveries
-        deleted."""
+        """Delete batches of deliveries in `statuses` past `age` until one comes back short;
+        return the deliveries deleted."""
         total = 0
         while True:
             with self.transaction() as cursor:
-                cursor.execute(QUERIES[name], {"age": age, "limit": batch})
+                cursor.execute(QUERIES["delete_expired_deliveries"],
+                               {"statuses": [str(s) for s in statuses], "age": age,
+                                "limit": batch})
                 event_ids = [row[0] for row in cursor.fetchall()]
                 cursor.execute(QUERIES["delete_orphan_events"], {"ids": list(set(event_ids))})
                 deleted.events += cursor.rowcount

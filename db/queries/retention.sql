@@ -1,27 +1,9 @@
--- delete_expired_succeeded --
--- Delete a bounded batch of succeeded deliveries older than the age and their attempts (in one set-based delete by delivery id, not one cascade per delivery); return their event ids
+-- delete_expired_deliveries --
+-- Delete a bounded batch of deliveries in the given terminal states older than the age and their attempts (in one set-based delete by delivery id, not one cascade per delivery); return their event ids. The states are a constant array, so the planner proves the partial index of their age (succeeded, or failed and cancelled) applies.
 WITH doomed AS (
     SELECT id
     FROM deliveries
-    WHERE status = 'succeeded' AND updated_at < now() - make_interval(secs => %(age)s)
-    ORDER BY updated_at
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-),
-attempts AS (
-    DELETE FROM delivery_attempts WHERE delivery_id = ANY (ARRAY(SELECT id FROM doomed))
-)
-DELETE FROM deliveries d
-USING doomed
-WHERE d.id = doomed.id AND d.status = 'succeeded'
-RETURNING d.event_id
-
--- delete_expired_finished --
--- Delete a bounded batch of failed and cancelled deliveries older than the age and their attempts (in one set-based delete by delivery id, not one cascade per delivery); return their event ids
-WITH doomed AS (
-    SELECT id
-    FROM deliveries
-    WHERE status IN ('failed', 'cancelled')
+    WHERE status = ANY (%(statuses)s::text[])
       AND updated_at < now() - make_interval(secs => %(age)s)
     ORDER BY updated_at
     LIMIT %(limit)s
@@ -32,7 +14,7 @@ attempts AS (
 )
 DELETE FROM deliveries d
 USING doomed
-WHERE d.id = doomed.id AND d.status IN ('failed', 'cancelled')
+WHERE d.id = doomed.id AND d.status = ANY (%(statuses)s::text[])
 RETURNING d.event_id
 
 -- delete_orphan_events --

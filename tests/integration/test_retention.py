@@ -1,8 +1,11 @@
 """Retention deletes old terminal deliveries with their attempts and orphaned events."""
 
+import json
+
 import pytest
 
 from db import retention
+from db.sql import QUERIES
 from service.runtime.retention import apply_retention
 from service.runtime.telemetry import Telemetry
 from tests.helpers import wait_until
@@ -150,3 +153,19 @@ def test_apply_retention_reports_skips(make, pool):
         assert apply_retention(make.pool, settings, Telemetry()).skipped
         with holder, holder.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock(7245102)")
+
+
+@pytest.mark.parametrize(("statuses", "index"), [
+    (["succeeded"], "deliveries_succeeded_age"),
+    (["failed", "cancelled"], "deliveries_finished_age"),
+])
+def test_each_age_reads_its_own_partial_index_not_the_whole_table(make, statuses, index):
+    """One statement serves both ages; the states arrive as a constant array, from which the
+    planner must still prove that the partial index of that age applies."""
+    with make.pool.transaction() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny table: make a scan visible
+        cursor.execute("EXPLAIN (FORMAT JSON) " + cursor.mogrify(
+            QUERIES["delete_expired_deliveries"],
+            {"statuses": statuses, "age": DAY, "limit": 10}).decode())
+        (plan,) = cursor.fetchone()[0]
+    assert f'"Index Name": "{index}"' in json.dumps(plan), json.dumps(plan, indent=1)
