@@ -22,7 +22,7 @@ from db.health import HealthRules, Settled, Transition
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts, as_type
 from db.sql import QUERIES
-from db.vocabulary import REPLAYABLE, AttemptOutcome, ReplayAction, Status, Verdict
+from db.vocabulary import REPLAYABLE, AttemptOutcome, HeldBy, ReplayAction, Status, Verdict
 
 CLAIM_TRIES = 3  # runs of a claim that keeps racing other workers for the same slots
 
@@ -242,6 +242,19 @@ class Replay:
 INACTIVE_CONFIG = "its config is inactive or deleted"
 
 
+def held(by: HeldBy, *, until: datetime | None = None, behind: int | None = None) -> str:
+    """Say why making a held pending delivery due would change nothing, and what would."""
+    if by == HeldBy.PAUSE:
+        return "it is held by its config's pause; resume the config to send it"
+    if by == HeldBy.CIRCUIT:
+        when = f" until the next probe at {until.isoformat()}" if until else ""
+        return (f"it is held by its config's circuit{when}; reset the circuit to send it "
+                "now")
+    earlier = f" (delivery {behind})" if behind is not None else ""
+    return (f"it waits for an earlier delivery of its ordering key{earlier}; it is sent once "
+            "that one's outcome is settled")
+
+
 def not_replayable(status: str) -> str:
     """Say why a delivery in `status` (neither failed nor pending) cannot be replayed."""
     return f"it is {status}; only failed and pending deliveries can be replayed"
@@ -264,9 +277,10 @@ def replay(cursor: Any, delivery_id: int) -> Replay:
     status = blocker["status"]
     if status in REPLAYABLE and not blocker["config_active"]:
         raise NotEligible(f"delivery {delivery_id}: {INACTIVE_CONFIG}")
-    if blocker["waits_for_its_key"]:
-        raise NotEligible(f"delivery {delivery_id} waits for an earlier delivery of its "
-                          "ordering key; it is sent once that one's outcome is settled")
+    if blocker["held_by"] is not None:
+        raise NotEligible(f"delivery {delivery_id}: " + held(
+            HeldBy(blocker["held_by"]), until=blocker["held_until"],
+            behind=blocker["held_behind"]))
     raise NotEligible(f"delivery {delivery_id}: {not_replayable(status)}")
 
 
@@ -309,6 +323,9 @@ def replay_page(
             skipped.append((id, not_replayable(status)))
         elif not row["config_active"]:
             skipped.append((id, INACTIVE_CONFIG))
+        elif row["held"]:
+            skipped.append((id, "it is held (by its config's pause or circuit, or its "
+                                "ordering key); making it due would change nothing"))
         else:
             skipped.append((id, "it changed state during the replay"))
     return ReplayPage(replayed, expedited, skipped, has_more=has_more, last=listed[:limit][-1])

@@ -14,11 +14,29 @@ from db.filters import DeliveryFilter
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
 from db.sql import QUERIES
-from db.vocabulary import IN_HAND, AttemptOutcome, Status
+from db.vocabulary import IN_HAND, AttemptOutcome, HeldBy, Status
 
 COUNT_CAP = 1_000_000  # the queue depth stops here
 EXACT_UP_TO = 10_000  # deliveries of one status counted exactly; more are estimated
 LARGE = 100_000  # a terminal status estimated this big is not counted at all
+
+
+@dataclass(frozen=True)
+class Hold:
+    """What holds a pending delivery back, since and until when (None: until it changes)."""
+
+    by: HeldBy
+    since: datetime | None
+    until: datetime | None
+    reason: str | None  # the pause's reason, the circuit's last failure
+    behind: int | None  # the earlier delivery of its key it waits for
+
+    @classmethod
+    def pop_from(cls, row: dict[str, Any]) -> Hold | None:
+        """Take the hold's columns out of a delivery's row; None when nothing holds it."""
+        by, since, until, reason, behind = (row.pop(f"held_{name}", None) for name in
+                                            ("by", "since", "until", "reason", "behind"))
+        return None if by is None else cls(HeldBy(by), since, until, reason, behind)
 
 
 @dataclass(frozen=True)
@@ -38,6 +56,7 @@ class DeliverySummary:
     updated_at: datetime
     config_name: str | None
     ordering_key: str | None = None
+    hold: Hold | None = None
 
 
 @dataclass(frozen=True)
@@ -100,8 +119,12 @@ def deliveries(
     params = {**filter.params(), "limit": limit, "cursor_id": id, "cursor_time": moment}
     with pool.transaction() as db:
         db.execute(QUERIES[order.value[backwards]], params)
-        return [DeliverySummary(**{**row, "status": Status(row["status"])})
-                for row in as_dicts(db)]
+        return [_summary(row) for row in as_dicts(db)]
+
+
+def _summary(row: dict[str, Any]) -> DeliverySummary:
+    hold = Hold.pop_from(row)
+    return DeliverySummary(**{**row, "status": Status(row["status"]), "hold": hold})
 
 
 def count(pool: ConnectionPool, filter: DeliveryFilter, *, bound: int) -> tuple[int, bool]:
@@ -129,7 +152,8 @@ def delivery(pool: ConnectionPool, id: int) -> DeliveryDetail | None:
     if row is None:
         return None
     key = row["message_key"]
-    return DeliveryDetail(**{**row, "status": Status(row["status"]),
+    hold = Hold.pop_from(row)
+    return DeliveryDetail(**{**row, "status": Status(row["status"]), "hold": hold,
                              "payload": json.loads(row["payload"]),
                              "message_key": None if key is None else bytes(key)})
 

@@ -93,3 +93,11 @@ class ReplayAction(StrEnum):
 
     REPLAYED = "REPLAYED"  # a failed delivery got a new generation, due now
     EXPEDITED = "EXPEDITED"  # a pending delivery was made due now
+
+
+class HeldBy(StrEnum):
+    """What holds a pending delivery back (`delivery_hold` in the database says which)."""
+
+    PAUSE = "pause"  # its config is paused: until an operator resumes it
+    CIRCUIT = "circuit"  # its config's circuit is open (until the probe) or half-open
+    ORDERING_KEY = "ordering_key"  # it waits for an earlier delivery of its ordering key

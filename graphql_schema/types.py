@@ -21,6 +21,7 @@ from db.rejected import RejectedEvent as RejectedRow
 from db.stalls import StalledPartition as StalledRow
 from db.vocabulary import AttemptOutcome as OutcomeWord
 from db.vocabulary import HealthState as HealthWord
+from db.vocabulary import HeldBy as HeldByWord
 from db.vocabulary import Ordering, Status
 from graphql_schema import cursors
 from graphql_schema.context import Info
@@ -36,6 +37,34 @@ DeliveryOrdering = strawberry.enum(
     StrEnum("DeliveryOrdering", [(ordering.name, ordering.value) for ordering in Ordering]),
     description="UNORDERED: each delivery on its own. PER_KEY: the deliveries of one ordering "
                 "key are attempted one at a time, in the order their events were ingested.")
+
+
+HeldBy = strawberry.enum(
+    StrEnum("HeldBy", [(word.name, word.value) for word in HeldByWord]),
+    description="What holds a pending delivery back: PAUSE (its config is paused), CIRCUIT "
+                "(its config's circuit is open or half-open) or ORDERING_KEY (it waits for an "
+                "earlier delivery of its key).")
+
+
+@strawberry.type(description="Why a pending delivery is not sent although it may be due.")
+class Hold:
+    by: HeldBy
+    since: datetime | None = strawberry.field(
+        description="When the pause began or the circuit opened.")
+    until: datetime | None = strawberry.field(
+        description="When it may go: an open circuit's next probe. Null: until an operator "
+                    "resumes the config, a probe answers, or the earlier delivery settles.")
+    reason: str | None = strawberry.field(
+        description="The pause's reason, or the failure that opened the circuit.")
+    behind: strawberry.ID | None = strawberry.field(
+        description="The earlier delivery of its ordering key it waits for.")
+
+    @classmethod
+    def from_row(cls, row: inspection.Hold | None) -> Hold | None:
+        if row is None:
+            return None
+        return cls(by=HeldBy(row.by), since=row.since, until=row.until, reason=row.reason,
+                   behind=None if row.behind is None else strawberry.ID(str(row.behind)))
 
 
 @strawberry.type(description="A delivery without its payload, as listed.")
@@ -59,6 +88,10 @@ class DeliverySummary:
     ordering_key: str | None = strawberry.field(default=None, description=(
         "Its event's ordering key: the Kafka message key as text, or publishEvent's "
         "`orderingKey`; null without one."))
+    held_by: Hold | None = strawberry.field(default=None, description=(
+        "What holds this pending delivery back (its config's pause or circuit, or an earlier "
+        "delivery of its key), since and until when; null when nothing does: it is sent when "
+        "due."))
 
     @classmethod
     def fields_of(cls, row: inspection.DeliverySummary) -> dict:
@@ -78,6 +111,7 @@ class DeliverySummary:
             "created_at": row.created_at,
             "updated_at": row.updated_at,
             "ordering_key": row.ordering_key,
+            "held_by": Hold.from_row(row.hold),
         }
 
     @classmethod

@@ -14,15 +14,19 @@ AND (%(created_before)s::timestamptz IS NULL OR d.created_at < %(created_before)
 AND (%(ordering_key)s::text IS NULL OR d.ordering_key = %(ordering_key)s::text)
 AND (NOT %(replayable_only)s
      OR (d.status IN ('failed', 'pending')
+         AND NOT (d.status = 'pending' AND pending_is_held(d.config_id, d.next_attempt_at))
          AND d.config_id IN (SELECT id FROM configs WHERE active AND deleted_at IS NULL)))
 
 -- delivery_summary --
--- A delivery as the listings show it, with its config's name, from the deliveries as `d` (included by the list statements below, before their filter)
+-- A delivery as the listings show it, with its config's name and what holds it back, from the deliveries as `d` (included by the list statements below, before their filter)
 SELECT d.id, coalesce(d.webhook_id, d.id::text) AS webhook_id, d.event_id, d.event_type,
        d.config_id, d.status, d.attempt_count, d.replay_generation, d.next_attempt_at,
        d.last_status_code, d.last_error, d.created_at, d.updated_at, d.ordering_key,
-       (SELECT c.name FROM configs c WHERE c.id = d.config_id) AS config_name
+       (SELECT c.name FROM configs c WHERE c.id = d.config_id) AS config_name,
+       hold.held_by, hold.held_since, hold.held_until, hold.held_reason, hold.held_behind
 FROM deliveries d
+LEFT JOIN LATERAL delivery_hold(d.status, d.config_id, d.next_attempt_at, d.ordering_key,
+                                d.sequence) hold ON true
 
 -- list_deliveries_newest --
 -- Page through the deliveries a filter matches, newest first (by creation time, then id), below a (created_at, id) cursor, each with its config's name; each filter's (filter, created_at, id) index serves a first page, a deep page and an old window alike
@@ -77,10 +81,13 @@ SELECT d.id, coalesce(d.webhook_id, d.id::text) AS webhook_id, d.event_id, d.eve
        d.config_id, d.status, d.attempt_count, d.replay_generation, d.next_attempt_at,
        d.last_status_code, d.last_error, d.created_at, d.updated_at, d.ordering_key,
        c.name AS config_name,
+       hold.held_by, hold.held_since, hold.held_until, hold.held_reason, hold.held_behind,
        e.payload::text AS payload, e.occurred_at, e.message_key, e.trace_parent, e.trace_state
 FROM deliveries d
 JOIN events e ON e.id = d.event_id
 JOIN configs c ON c.id = d.config_id
+LEFT JOIN LATERAL delivery_hold(d.status, d.config_id, d.next_attempt_at, d.ordering_key,
+                                d.sequence) hold ON true
 WHERE d.id = %(id)s
 
 -- attempts_of_delivery --
@@ -129,10 +136,12 @@ SELECT shares.status, size.rows * shares.share AS estimate
 FROM shares, size
 
 -- oldest_due_age --
--- Return the seconds since the oldest due pending delivery became due, null when none is due
-SELECT extract(epoch FROM now() - min(next_attempt_at))::float8
-FROM deliveries
-WHERE status = 'pending' AND next_attempt_at <= now()
+-- Return how long the longest-waiting config that could be sent to now has waited (its oldest due delivery, its rate limit's next slot, or an open circuit's probe time, whichever is latest), null when none could; from the ready set, so a paused config or one waiting for its probe's answer never counts however old its backlog
+SELECT extract(epoch FROM now() - min(config_ready_at(next_due_at, circuit, next_probe_at,
+                                                      next_send_at)))::float8
+FROM config_health
+WHERE next_due_at IS NOT NULL AND paused_at IS NULL AND circuit <> 'half_open'
+  AND config_ready_at(next_due_at, circuit, next_probe_at, next_send_at) <= now()
 
 -- attempt_history --
 -- Count the attempts of a window by config, time bucket and outcome, over the newest attempts only (at most the scan limit, by primary key), and say whether that scan reached the window's start; each attempt finds its config by one primary-key probe (a subquery, so the planner never trades the probes for a scan of all deliveries)

@@ -32,8 +32,9 @@ target AS (
     SELECT id, status, config_id
     FROM deliveries
     WHERE id = %(id)s AND status IN ('failed', 'pending')
-      -- one waiting for its key's turn is not made due: that would break the key's order
-      AND NOT (status = 'pending' AND next_attempt_at IS NULL)
+      -- one held (waiting for its key's turn, or by a pause or a circuit) is not made due:
+      -- that would break the key's order, or change nothing
+      AND NOT (status = 'pending' AND pending_is_held(config_id, next_attempt_at))
       AND config_id IN (SELECT id FROM config_now)
     FOR UPDATE
 ),
@@ -48,11 +49,13 @@ SELECT id AS delivery_id, action, replay_generation, next_attempt_at,
 FROM replayed
 
 -- replay_blocker --
--- Return why a delivery cannot be replayed: its status, whether its config is active and not deleted, and whether it waits for an earlier delivery of its key
+-- Return why a delivery cannot be replayed: its status, whether its config is active and not deleted, and what holds it back if it is pending
 SELECT d.status, c.active AND c.deleted_at IS NULL AS config_active,
-       d.status = 'pending' AND d.next_attempt_at IS NULL AS waits_for_its_key
+       hold.held_by, hold.held_until, hold.held_behind
 FROM deliveries d
 JOIN configs c ON c.id = d.config_id
+LEFT JOIN LATERAL delivery_hold(d.status, d.config_id, d.next_attempt_at, d.ordering_key,
+                                d.sequence) hold ON true
 WHERE d.id = %(id)s
 
 -- lock_idempotency_key --
@@ -81,9 +84,10 @@ WHERE replay_requests.created_at <= now() - make_interval(secs => %(ttl)s)
 RETURNING idempotency_key
 
 -- replay_listed_deliveries --
--- Replay the failed and expedite the pending deliveries among the given ids (a page a filter listed); return each id with the action taken (null: skipped), its status and whether its config is active
+-- Replay the failed and expedite the pending deliveries among the given ids (a page a filter listed), but for pending ones something holds back; return each id with the action taken (null: skipped), its status, whether its config is active and whether it is held
 WITH page AS (
-    SELECT id, config_id, status
+    SELECT id, config_id, status,
+           status = 'pending' AND pending_is_held(config_id, next_attempt_at) AS held
     FROM deliveries
     WHERE id = ANY (%(ids)s::bigint[])
 ),
@@ -99,7 +103,7 @@ target AS (
     SELECT id, status
     FROM deliveries
     WHERE id IN (SELECT id FROM page) AND status IN ('failed', 'pending')
-      AND NOT (status = 'pending' AND next_attempt_at IS NULL)  -- waits for its key's turn
+      AND NOT (status = 'pending' AND pending_is_held(config_id, next_attempt_at))
       AND config_id IN (SELECT id FROM configs_now)
     ORDER BY id
     FOR UPDATE
@@ -111,7 +115,7 @@ wake AS (
     SELECT notify_deliveries_due() FROM (SELECT 1 FROM replayed LIMIT 1) r
 )
 SELECT p.id, r.action, p.status, p.config_id IN (SELECT id FROM configs_now) AS config_active,
-       (SELECT count(*) FROM wake) AS woken
+       p.held, (SELECT count(*) FROM wake) AS woken
 FROM page p
 LEFT JOIN replayed r ON r.id = p.id
 ORDER BY p.id DESC
