@@ -282,18 +282,20 @@ def update(
         return config
 
 
-def activate(pool: ConnectionPool, id: str) -> Config:
+def activate(pool: ConnectionPool, id: str, *, actor: str | None = None) -> Config:
     """Mark a config active; deliveries cancelled earlier stay cancelled."""
     with pool.transaction() as cursor:
+        health.act_as(cursor, actor, "activated by an operator")
         cursor.execute(QUERIES["set_config_active"], {"id": id, "active": True})
         return _found(_without_changed(as_dict(cursor)), id)
 
 
-def deactivate(pool: ConnectionPool, id: str, *,
-               reason: str = "deactivated by an operator") -> ConfigChange:
+def deactivate(pool: ConnectionPool, id: str, *, reason: str = "deactivated by an operator",
+               actor: str | None = None) -> ConfigChange:
     """Mark a config inactive, cancel its pending deliveries and record why, in one
     transaction."""
     with pool.transaction() as cursor:
+        health.act_as(cursor, actor, reason)
         cursor.execute(QUERIES["set_config_active"], {"id": id, "active": False})
         row = as_dict(cursor)
         config = _found(_without_changed(row), id)
@@ -302,9 +304,10 @@ def deactivate(pool: ConnectionPool, id: str, *,
         return ConfigChange(config, _cancel_pending(cursor, id, reason))
 
 
-def delete(pool: ConnectionPool, id: str) -> ConfigChange:
+def delete(pool: ConnectionPool, id: str, *, actor: str | None = None) -> ConfigChange:
     """Delete a config (its row stays for history) and cancel its pending deliveries."""
     with pool.transaction() as cursor:
+        health.act_as(cursor, actor, "deleted by an operator")
         cursor.execute(QUERIES["delete_config"], {"id": id})
         config = _found(as_dict(cursor), id)
         return ConfigChange(config, _cancel_pending(cursor, id, "deleted by an operator"))

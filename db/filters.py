@@ -26,6 +26,7 @@ class DeliveryFilter:
     created_after: datetime | None = None
     created_before: datetime | None = None
     ordering_key: str | None = None
+    webhook_id: str | None = None
     replayable_only: bool = False
 
     def params(self) -> dict[str, Any]:
@@ -40,6 +41,7 @@ class DeliveryFilter:
             "created_after": self.created_after,
             "created_before": self.created_before,
             "ordering_key": self.ordering_key,
+            "webhook_id": self.webhook_id,
             "replayable_only": self.replayable_only,
         }
 

@@ -18,7 +18,7 @@ from db.errors import InvalidInput, NotFound
 from db.pool import ConnectionPool
 from db.rows import as_dicts, as_type
 from db.sql import QUERIES
-from db.vocabulary import CircuitState, HealthState, Verdict
+from db.vocabulary import CircuitState, HealthChangeKind, HealthState, Verdict
 
 MAX_IN_FLIGHT = 10_000  # largest per-config cap accepted
 MAX_RATE = 100_000.0  # requests per second, largest per-config rate accepted
@@ -138,23 +138,54 @@ def reconcile(pool: ConnectionPool) -> list[Correction]:
         return [as_type(Correction, row) for row in as_dicts(cursor)]
 
 
-def pause(pool: ConnectionPool, id: str, *, reason: str) -> bool:
+def pause(pool: ConnectionPool, id: str, *, reason: str, actor: str | None = None) -> bool:
     """Pause config `id`; return False when it was paused already. Raise NotFound."""
-    return _change(pool, "pause_config", id, reason)
+    return _change(pool, "pause_config", id, reason, actor)
 
 
-def resume(pool: ConnectionPool, id: str, *, reason: str) -> bool:
+def resume(pool: ConnectionPool, id: str, *, reason: str, actor: str | None = None) -> bool:
     """Resume config `id` with the ramp; return False when it was not paused. Raise NotFound."""
-    return _change(pool, "resume_config", id, reason)
+    return _change(pool, "resume_config", id, reason, actor)
 
 
-def reset_circuit(pool: ConnectionPool, id: str, *, reason: str) -> bool:
+def reset_circuit(pool: ConnectionPool, id: str, *, reason: str,
+                  actor: str | None = None) -> bool:
     """Close config `id`'s circuit with the ramp; return False when it was closed."""
-    return _change(pool, "reset_circuit", id, reason)
+    return _change(pool, "reset_circuit", id, reason, actor)
 
 
-def _change(pool: ConnectionPool, statement: str, id: str, reason: str) -> bool:
+def act_as(cursor: Any, actor: str | None, reason: str | None = None) -> None:
+    """Name who changes what this transaction changes, and why: the health history's rows
+    carry them (None: the service itself)."""
+    cursor.execute(QUERIES["act_as"], {"actor": actor, "reason": reason})
+
+
+@dataclass(frozen=True)
+class HealthChange:
+    """One row of a config's health history."""
+
+    id: int
+    config_id: str
+    changed_at: datetime
+    change: HealthChangeKind
+    circuit: CircuitState | None  # the circuit after the change (None for activity changes)
+    actor: str | None  # an API token's name, `cli:<user>`; None: the service itself
+    reason: str | None
+
+
+def changes(pool: ConnectionPool, id: str, *, limit: int,
+            before: int | None = None) -> list[HealthChange]:
+    """Return config `id`'s health history, newest first, below the id `before`."""
+    rows = pool.rows("health_changes_of_config", {"id": id, "limit": limit, "before": before})
+    return [HealthChange(**{**row, "change": HealthChangeKind(row["change"]),
+                            "circuit": None if row["circuit"] is None
+                            else CircuitState(row["circuit"])}) for row in rows]
+
+
+def _change(pool: ConnectionPool, statement: str, id: str, reason: str,
+            actor: str | None) -> bool:
     with pool.transaction() as cursor:
+        act_as(cursor, actor, reason)
         cursor.execute(QUERIES[statement], {"id": id, "reason": reason})
         if cursor.fetchall():
             return True

@@ -2,8 +2,8 @@
 
 A file holds statements, each under a header line `-- name --` followed by a one-line
 `-- description` comment. A statement may include another by name with `/* include NAME */`
-(used for the conditions of a delivery filter and the columns of a listed delivery, which
-several statements share).
+(for what several statements share: the conditions of a filter, the columns of a listing, a
+transition such as a replay or a hand-back).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The words every layer shares: the statuses of a delivery, the outcomes of an attempt, why a
 broker message was rejected, the prefixes of secrets and tokens, how deliveries are ordered,
-a config's health and its breaker's states, an attempt's verdict, what a replay did.
+a config's health and its breaker's states, an attempt's verdict, what a replay did, what
+holds a pending delivery back.
 
 Constants only, importing nothing: any module above `db/` may use them without pulling in
 the database driver.
@@ -101,3 +102,16 @@ class HeldBy(StrEnum):
     PAUSE = "pause"  # its config is paused: until an operator resumes it
     CIRCUIT = "circuit"  # its config's circuit is open (until the probe) or half-open
     ORDERING_KEY = "ordering_key"  # it waits for an earlier delivery of its ordering key
+
+
+class HealthChangeKind(StrEnum):
+    """What one row of a config's health history records (`config_health_changes.change`)."""
+
+    PAUSED = "paused"
+    RESUMED = "resumed"
+    OPENED = "opened"  # the circuit opened (or reopened after a failed probe)
+    PROBING = "probing"  # a probe is in flight (half-open)
+    CLOSED = "closed"  # the circuit closed: a probe succeeded, or an operator reset it
+    DEACTIVATED = "deactivated"  # by an operator, or by the service on a 410 Gone
+    ACTIVATED = "activated"
+    DELETED = "deleted"

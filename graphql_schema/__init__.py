@@ -1,1 +1,3 @@
-"""The GraphQL API of the ops dashboard: strawberry types, queries, mutations and the view."""
+"""The GraphQL API (of clients, the ops dashboard and the on-call commands): strawberry types,
+queries, mutations, their filters, cursors, limits, errors, access and audit, the HTTP view,
+and the committed schema.graphql."""

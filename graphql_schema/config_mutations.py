@@ -134,16 +134,19 @@ class ConfigMutations:
 
     @operator_mutation(description="Activate a config; cancelled deliveries stay cancelled.")
     def activate_config(self, info: Info, id: strawberry.ID) -> Config:
-        return Config.from_row(configs.activate(info.context.pool, _config_id(id)))
+        return Config.from_row(configs.activate(info.context.pool, _config_id(id),
+                                                  actor=info.context.token_name))
 
     @operator_mutation(description="Deactivate a config and cancel its pending deliveries.")
     def deactivate_config(self, info: Info, id: strawberry.ID) -> ConfigChange:
-        return _change(info, configs.deactivate(info.context.pool, _config_id(id)))
+        return _change(info, configs.deactivate(info.context.pool, _config_id(id),
+                                                 actor=info.context.token_name))
 
     @operator_mutation(
         description="Delete a config and cancel its pending deliveries; they stay inspectable.")
     def delete_config(self, info: Info, id: strawberry.ID) -> ConfigChange:
-        return _change(info, configs.delete(info.context.pool, _config_id(id)))
+        return _change(info, configs.delete(info.context.pool, _config_id(id),
+                                             actor=info.context.token_name))
 
     @operator_mutation(
         description="Install a new secret (generated when omitted); each rotated-out secret "

@@ -1,4 +1,5 @@
-"""What a resolver may use: given by the web app for each request, as plain values."""
+"""What a resolver may use, as plain values: built for each operation by
+service.runtime.api_context, for an HTTP request (the web app) or an on-call command."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from db.pool import ConnectionPool
 
 
 class Telemetry(Protocol):
-    """The metrics the API records (service/telemetry.Telemetry has these methods)."""
+    """The metrics the API records (service.runtime.telemetry.Telemetry has these methods)."""
 
     def replayed(self, action: str) -> None: ...
 

@@ -38,6 +38,9 @@ class DeliveryFilter:
         default=None, description="RFC 3339; exclusive.")
     ordering_key: str | None = strawberry.field(
         default=None, description="The deliveries of events with this ordering key.")
+    webhook_id: str | None = strawberry.field(
+        default=None, description="The delivery whose requests carried this `webhook-id` "
+                                  "(`msg_…`), the id every receiver logs.")
     config_id: strawberry.ID | None = strawberry.field(
         default=None, deprecation_reason="Use configIds.")
     event_type: str | None = strawberry.field(
@@ -115,5 +118,6 @@ def to_db(given: DeliveryFilter | None, *, replayable_only: bool = False) -> fil
         created_after=arguments.instant(after, "filter.createdAfter"),
         created_before=arguments.instant(before, "filter.createdBefore"),
         ordering_key=arguments.text(given.ordering_key, "filter.orderingKey"),
+        webhook_id=arguments.text(given.webhook_id, "filter.webhookId"),
         replayable_only=replayable_only,
     )

@@ -29,7 +29,7 @@ def _apply(info: Info, id: strawberry.ID, change, reason: str | None, *, done: s
            already: str, default_reason: str) -> ConfigHealthChange:
     config_id = arguments.text(str(id), "id")
     why = arguments.text(reason, "reason") or default_reason
-    changed = change(info.context.pool, config_id, reason=why)
+    changed = change(info.context.pool, config_id, reason=why, actor=info.context.token_name)
     row = configs.get(info.context.pool, config_id)
     if row is None:
         raise NotFound(f"config {arguments.shown(id)} not found")

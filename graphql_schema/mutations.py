@@ -1,4 +1,5 @@
-"""Mutations: publish an event, plus those of configs and replays, merged into one type."""
+"""Mutations: publish an event, plus those of configs, their health and replays, merged into
+one type."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Read-only queries: deliveries, configs, stats, attempt history, the caller, rejected messages."""
+"""Read-only queries: deliveries, configs (and those needing attention), stats, attempt
+history, the caller, rejected messages."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Replays: one delivery, or one page of a creation window; each needs an Idempotency-Key."""
+"""Replays: one delivery, or one page of a creation window, each with an Idempotency-Key; and
+skipping the failed delivery that holds an ordering key."""
 
 from __future__ import annotations
 

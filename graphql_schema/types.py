@@ -20,9 +20,9 @@ from db.rates import AttemptRate
 from db.rejected import RejectedEvent as RejectedRow
 from db.stalls import StalledPartition as StalledRow
 from db.vocabulary import AttemptOutcome as OutcomeWord
+from db.vocabulary import HealthChangeKind, Ordering, Status
 from db.vocabulary import HealthState as HealthWord
 from db.vocabulary import HeldBy as HeldByWord
-from db.vocabulary import Ordering, Status
 from graphql_schema import cursors
 from graphql_schema.context import Info
 
@@ -258,6 +258,26 @@ class Config:
         return BlockedKeyConnection(edges=edges, has_next_page=len(rows) > first,
                                     end_cursor=edges[-1].cursor if edges else None)
 
+    @strawberry.field(description="Its health history, newest first: every pause, resume, "
+                                  "circuit transition (opened, probing, closed), "
+                                  "deactivation (by an operator, or a 410 Gone), activation "
+                                  "and deletion, with who and why; page with `first` (1 to "
+                                  "1000) and `after`.")
+    def health_changes(self, info: Info, first: int = 50,
+                       after: str | None = None) -> HealthChangeConnection:
+        if not 1 <= first <= 1000:
+            raise InvalidInput("first: must be between 1 and 1000")
+        before = None
+        if after is not None:
+            before = cursors.decode("healthChanges", after).get("id")
+            if not isinstance(before, int):
+                raise InvalidInput("after: not a cursor of this listing")
+        rows = health_rows.changes(info.context.pool, self.id, limit=first + 1, before=before)
+        edges = [HealthChangeEdge(cursor=cursors.encode("healthChanges", id=row.id),
+                                  node=HealthChange.from_row(row)) for row in rows[:first]]
+        return HealthChangeConnection(edges=edges, has_next_page=len(rows) > first,
+                                      end_cursor=edges[-1].cursor if edges else None)
+
     @strawberry.field(description="Pause and circuit breaker state.")
     def health(self, info: Info) -> ConfigHealth:
         return ConfigHealth.from_row(self._health(info))
@@ -312,6 +332,42 @@ class BlockedKey:
 class BlockedKeyEdge:
     cursor: str
     node: BlockedKey
+
+
+HealthChangeWord = strawberry.enum(
+    StrEnum("HealthChangeWord", [(word.name, word.value) for word in HealthChangeKind]),
+    name="HealthChangeKind",
+    description="PAUSED, RESUMED; the circuit OPENED, PROBING (a probe in flight), CLOSED; "
+                "DEACTIVATED, ACTIVATED, DELETED.")
+
+
+@strawberry.type(description="One change of a config's health or activity.")
+class HealthChange:
+    id: strawberry.ID
+    changed_at: datetime
+    change: HealthChangeWord
+    actor: str | None = strawberry.field(
+        description="Who: an API token's name or `cli:<user>`; null: the service itself.")
+    reason: str | None = strawberry.field(
+        description="Why: the operator's reason, or the failure or answer that caused it.")
+
+    @classmethod
+    def from_row(cls, row: health_rows.HealthChange) -> HealthChange:
+        return cls(id=strawberry.ID(str(row.id)), changed_at=row.changed_at,
+                   change=HealthChangeWord(row.change), actor=row.actor, reason=row.reason)
+
+
+@strawberry.type
+class HealthChangeEdge:
+    cursor: str
+    node: HealthChange
+
+
+@strawberry.type(description="A config's health history, newest first.")
+class HealthChangeConnection:
+    edges: list[HealthChangeEdge]
+    has_next_page: bool
+    end_cursor: str | None
 
 
 @strawberry.type(description="Ordering keys held by a failure, by key.")
@@ -409,7 +465,10 @@ class Stats:
     queue_depth: int = strawberry.field(description="Pending deliveries (the PENDING count), "
                                                     "capped at 1,000,000.")
     oldest_due_age_seconds: float | None = strawberry.field(
-        description="Seconds the oldest due pending delivery has waited; null if none is due.")
+        description="Seconds the longest-waiting config that could be sent to now has waited "
+                    "(its oldest due delivery, its rate limit's next slot or an open circuit's "
+                    "probe time); held deliveries (a pause, a probe in flight) never count. "
+                    "Null if nothing could be sent now.")
     rejected_events: int = strawberry.field(description="Broker messages rejected.")
     stalled_partitions: list[StalledPartition] = strawberry.field(
         description="Kafka partitions held because their next batch cannot be decoded.")

@@ -1,7 +1,9 @@
 """The `webhooks` command: migrate, worker, web, dev, tokens, backfill-deliveries, and the
 on-call commands deliveries, replay, stats and configs.
 
-Exit codes: 0 done, 1 failed, 2 bad usage or setting, 3 database unreachable.
+Exit codes: 0 done, 1 failed, 2 bad usage or setting, 3 database unreachable; also 141 when
+the reader of the output went away, and 130 when Ctrl-C interrupts a command that does not
+stop warmly.
 """
 
 from service.patch import patch
@@ -34,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="webhooks",
         description="Durable webhook delivery: events in, signed HTTP POSTs out.",
-        epilog="Exit codes: 0 done, 1 failed, 2 bad usage or setting, 3 database unreachable.",
+        epilog="Exit codes: 0 done, 1 failed, 2 bad usage or setting, 3 database unreachable, "
+               "130 interrupted (Ctrl-C), 141 the reader of the output went away.",
     )
     parser.add_argument("--version", action="version", version=f"webhooks {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

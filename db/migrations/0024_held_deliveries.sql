@@ -1,8 +1,9 @@
 -- What holds a pending delivery back, in one place for the API, the CLI and the dry run of a
 -- bulk replay: its config's pause (until an operator resumes it), its config's circuit (open:
 -- until the next probe; half-open: until the probe in flight answers), or its ordering key
--- (it waits for the key's earlier delivery, named here). Nothing holds a delivery that is not
--- pending, nor one that is due or scheduled for a retry of its own.
+-- (it waits for the key's earlier delivery, named here), whatever its own due time. Nothing
+-- holds a delivery that is not pending, nor a pending one of a working config that is due or
+-- scheduled for a retry of its own.
 CREATE OR REPLACE FUNCTION delivery_hold(status text, config_id text, next_attempt_at timestamptz,
                                          ordering_key text, sequence bigint)
 RETURNS TABLE (held_by text, held_since timestamptz, held_until timestamptz,

@@ -299,3 +299,16 @@ FROM (
     LIMIT %(cap)s
 ) held
 GROUP BY state
+
+-- act_as --
+-- Name who makes this transaction's changes, and why, for the health history's triggers (local to the transaction, so a pooled connection carries nothing over)
+SELECT set_config('webhooks.actor', coalesce(%(actor)s, ''), true),
+       set_config('webhooks.reason', coalesce(%(reason)s, ''), true)
+
+-- health_changes_of_config --
+-- Page back through a config's health history, newest first, below an id cursor
+SELECT id, config_id, changed_at, change, circuit, actor, reason
+FROM config_health_changes
+WHERE config_id = %(id)s AND (%(before)s::bigint IS NULL OR id < %(before)s::bigint)
+ORDER BY id DESC
+LIMIT %(limit)s

@@ -12,6 +12,7 @@ AND (%(last_status_codes)s::int[] IS NULL
 AND (%(created_after)s::timestamptz IS NULL OR d.created_at >= %(created_after)s::timestamptz)
 AND (%(created_before)s::timestamptz IS NULL OR d.created_at < %(created_before)s::timestamptz)
 AND (%(ordering_key)s::text IS NULL OR d.ordering_key = %(ordering_key)s::text)
+AND (%(webhook_id)s::text IS NULL OR d.webhook_id = %(webhook_id)s::text)
 AND (NOT %(replayable_only)s
      OR (d.status IN ('failed', 'pending')
          AND NOT (d.status = 'pending' AND pending_is_held(d.config_id, d.next_attempt_at))

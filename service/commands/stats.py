@@ -48,7 +48,7 @@ def _stats(api: LocalApi, args: argparse.Namespace) -> int:
     oldest = stats["oldestDueAgeSeconds"]
     print(f"{'queue depth':<12} {stats['queueDepth']:>10,}")
     waits = "-" if oldest is None else format_duration(oldest, parts=2)
-    print(f"oldest due delivery waits {waits}")
+    print(f"oldest sendable delivery waits {waits}")
     print(f"rejected broker messages {stats['rejectedEvents']:,}")
     print(f"\nattempts of the last {args.hours} h by config"
           f"{'' if history['complete'] else ' (newest attempts only: counts too few)'}:")

@@ -38,7 +38,8 @@ class Gauges:
         meter.create_observable_gauge(
             "webhooks_oldest_due_delivery_age_seconds", unit="s",
             callbacks=[self._observe_oldest_due_age],
-            description="How long the oldest due pending delivery has waited (0: none due)")
+            description="How long the longest-waiting config that could be sent to now has "
+                        "waited; held deliveries never count (0: nothing could be sent)")
         self._blocked_keys: int | None = None
         meter.create_observable_gauge(
             "webhooks_blocked_ordering_keys", callbacks=[self._observe_blocked_keys],

@@ -42,6 +42,11 @@ class JsonFormatter(logging.Formatter):
         return scrub(json.dumps(line, default=str))
 
 
+# The loggers of the audit trail (every mutation) and of health changes: written at info
+# level even when the rest of the log is set quieter.
+TRAILS = ("webhooks.audit", "webhooks.health")
+
+
 def configure(level: str = "info", stream=None) -> None:
     """Send every log record of the process to `stream` (stderr) as JSON lines."""
     handler = logging.StreamHandler(stream or sys.stderr)
@@ -51,6 +56,8 @@ def configure(level: str = "info", stream=None) -> None:
     root.setLevel(level.upper())
     for noisy in ("kafka", "urllib3"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    for trail in TRAILS:  # whatever the level: a quieter log must not lose the audit trail
+        logging.getLogger(trail).setLevel(min(logging.INFO, root.level))
 
 
 def cli_actor() -> str:

@@ -1,3 +1,3 @@
-"""The web process: the Flask app (GraphQL API, health, metrics) and the ops dashboard's static
-pages.
+"""The web process: the Flask app (GraphQL API, health, metrics), the ops dashboard's static
+pages, and gunicorn's logs as JSON lines.
 """

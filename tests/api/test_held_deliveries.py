@@ -101,3 +101,14 @@ def test_the_queue_age_counts_only_deliveries_that_could_be_sent_now(make):
     assert inspection.stats(make.pool).oldest_due_age_seconds >= 29 * 60
     configs.deactivate(make.pool, config.id)
     assert inspection.stats(make.pool).oldest_due_age_seconds is None
+
+
+def test_a_delivery_is_found_by_the_webhook_id_its_receiver_logged(api, make):
+    make.config()
+    _, (wanted,) = make.event()
+    make.event()
+    webhook_id = make.row(wanted)["webhook_id"]
+    assert webhook_id.startswith("msg_")
+    found = api.data("""query ($id: String) { deliveries(filter: {webhookId: $id}) {
+        edges { node { id webhookId } } } }""", {"id": webhook_id})["deliveries"]["edges"]
+    assert [edge["node"] for edge in found] == [{"id": str(wanted), "webhookId": webhook_id}]

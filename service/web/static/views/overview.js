@@ -58,7 +58,7 @@ export async function overviewPage() {
     h("section", { class: "stats", "aria-label": "Queue" },
       card("queue depth", number(stats.queueDepth),
         "#/deliveries?status=PENDING&order=NEXT_ATTEMPT_AT"),
-      card("oldest due waits", due === null ? "nothing due" : duration(due)),
+      card("oldest sendable waits", due === null ? "nothing to send" : duration(due)),
       card("rejected broker messages", number(stats.rejectedEvents), "#/rejected")),
     h("section", {},
       h("h2", {}, "Attempts, last 24 hours"),
