@@ -12,6 +12,7 @@ from service.commands.local_api import (
     LocalApi,
     add_output_flag,
     config_id,
+    instant,
     print_json,
     print_table,
     run_command,
@@ -23,7 +24,7 @@ from service.runtime.settings import Settings
 LIST = """query ($filter: ConfigFilter) {
   configs(filter: $filter, first: 1000) {
     edges { node { id name endpoint eventTypes active createdAt
-                   health { state consecutiveFailures lastFailure pausedAt reason }
+                   health { state consecutiveFailures lastFailure lastFailureAt pausedAt reason }
                    recentAttempts(hours: 24) { attempts successRate } } }
   }
 }"""
@@ -35,6 +36,10 @@ CHANGES = {
   change: resumeConfig(id: $id, reason: $reason) { changed message config { id health { state } } }
 }""",
 }
+HISTORY = """query ($id: ID!, $first: Int!) {
+  config(id: $id) { id name healthChanges(first: $first) {
+    edges { node { changedAt change actor reason } } hasNextPage } }
+}"""
 UPDATE = """mutation ($id: ID!, $input: UpdateConfigInput!) {
   config: updateConfig(id: $id, input: $input) { id name ordering blockOnFailure }
 }"""
@@ -53,6 +58,12 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     for action in (pause, resume):
         action.add_argument("id", metavar="ID|NAME", help="the config, by id or name")
         action.add_argument("--reason", help="why, kept with the config's health")
+    history = actions.add_parser("history", help="a config's health history, newest first: "
+                                                 "pauses, resumes, circuit transitions, "
+                                                 "deactivations, with who and why")
+    history.add_argument("id", metavar="ID|NAME", help="the config, by id or name")
+    history.add_argument("--limit", type=int, default=50,
+                         help="changes to show, 1 to 1000 (default: 50)")
     update = actions.add_parser("update", help="change how a config's deliveries are ordered")
     update.add_argument("id", metavar="ID|NAME", help="the config, by id or name")
     update.add_argument("--ordering", choices=[_word(ordering) for ordering in Ordering],
@@ -61,7 +72,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     update.add_argument("--block-on-failure", choices=("yes", "no"),
                         help="yes: a failed delivery holds its key until it is replayed and "
                              "succeeds or is skipped; no: the key moves on")
-    for action in (listing, pause, resume, update):
+    for action in (listing, pause, resume, history, update):
         add_output_flag(action)
         add_arguments(action, DATABASE_ONLY)
 
@@ -69,7 +80,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 @command("configs", "list, pause, resume or update configs (same rules as the API)", _arguments,
          settings=DATABASE_ONLY)
 def run_configs(args: argparse.Namespace, settings: Settings) -> int:
-    body = {"list": _list, "update": _update}.get(args.action, _change)
+    body = {"list": _list, "update": _update, "history": _history}.get(args.action, _change)
     return run_command("configs", settings, lambda api: body(api, args))
 
 
@@ -87,7 +98,30 @@ def _list(api: LocalApi, args: argparse.Namespace) -> int:
                   c["health"]["state"].lower(), c["recentAttempts"]["attempts"],
                   None if c["recentAttempts"]["successRate"] is None
                   else f"{c['recentAttempts']['successRate']:.1%}",
-                  c["health"]["lastFailure"]] for c in configs])
+                  _last_failure(c["health"])] for c in configs])
+    return EXIT_OK
+
+
+def _last_failure(health: dict) -> str | None:
+    """The last retryable failure with when it happened, or None."""
+    if health["lastFailure"] is None:
+        return None
+    when = instant(health["lastFailureAt"]).split(" (")[1].rstrip(")") \
+        if health["lastFailureAt"] else "when unknown"
+    return f"{when}: {health['lastFailure']}"
+
+
+def _history(api: LocalApi, args: argparse.Namespace) -> int:
+    config = api.run(HISTORY, {"id": config_id(api, args.id), "first": args.limit})["config"]
+    changes = [edge["node"] for edge in config["healthChanges"]["edges"]]
+    if args.json:
+        print_json(changes)
+        return EXIT_OK
+    print_table(["WHEN", "CHANGE", "BY", "WHY"],
+                [[instant(c["changedAt"]), c["change"].lower(), c["actor"] or "service",
+                  c["reason"]] for c in changes])
+    more = "; more with a larger --limit" if config["healthChanges"]["hasNextPage"] else ""
+    print(f"{len(changes)} changes of {config['name'] or config['id']}{more}")
     return EXIT_OK
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from db.vocabulary import Status
+from db.vocabulary import HeldBy, Status
+from graphql_schema.errors import NOT_FOUND
 from service.commands.local_api import (
+    ApiFailure,
     LocalApi,
     add_filter_flags,
     add_output_flag,
-    ago,
     filter_of,
+    instant,
     print_json,
     print_table,
     run_command,
@@ -23,8 +25,9 @@ from service.runtime.settings import Settings
 LIST = """query ($filter: DeliveryFilter, $first: Int, $after: String, $orderBy: DeliveryOrder!) {
   deliveries(filter: $filter, first: $first, after: $after, orderBy: $orderBy) {
     totalCount totalCountIsExact
-    edges { node { id eventId eventType configId configName status attemptCount
-                   replayGeneration nextAttemptAt lastStatusCode lastError createdAt } }
+    edges { node { id webhookId eventId eventType configId configName status attemptCount
+                   replayGeneration nextAttemptAt lastStatusCode lastError createdAt
+                   heldBy { by since until reason behind } } }
     pageInfo { hasNextPage endCursor }
   }
 }"""
@@ -33,9 +36,15 @@ SHOW = """query ($id: ID!) {
   delivery(id: $id) {
     id webhookId eventId eventType configId configName status attemptCount replayGeneration
     nextAttemptAt lastStatusCode lastError createdAt updatedAt occurredAt payload
+    heldBy { by since until reason behind }
     attempts { attemptNumber replayGeneration endpoint outcome statusCode durationMs
                responseExcerpt error createdAt }
   }
+}"""
+
+
+BY_WEBHOOK_ID = """query ($id: String) {
+  deliveries(filter: {webhookId: $id}, first: 1) { edges { node { id } } }
 }"""
 
 
@@ -47,8 +56,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     listing.add_argument("--after", metavar="CURSOR", help="continue after this cursor")
     listing.add_argument("--due", action="store_true",
                          help="sort by next attempt, soonest first (pending work)")
-    show = actions.add_parser("show", help="show one delivery: payload and attempts")
-    show.add_argument("id")
+    show = actions.add_parser("show", help="show one delivery: what holds it, its attempts "
+                                           "with the endpoint's answers, its payload")
+    show.add_argument("id", metavar="ID|WEBHOOK-ID",
+                      help="the delivery's number, or the webhook-id its receiver logged (msg_…)")
     for action in (listing, show):
         add_output_flag(action)
         add_arguments(action, DATABASE_ONLY)
@@ -61,6 +72,48 @@ def run_deliveries(args: argparse.Namespace, settings: Settings) -> int:
                        lambda api: (_list if args.action == "list" else _show)(api, args))
 
 
+ERROR_WIDTH = 40  # characters of an error a list row shows
+
+
+def held_by(hold: dict | None) -> str | None:
+    """Return what holds a delivery back, in a word or two (`circuit until …`)."""
+    if hold is None:
+        return None
+    word = HeldBy[hold["by"]].value.replace("_", " ")
+    if hold["until"]:
+        return f"{word} until {instant(hold['until']).split(' ')[0]}"
+    if hold["behind"]:
+        return f"{word} (behind {hold['behind']})"
+    return word
+
+
+def _hold_text(hold: dict | None) -> str | None:
+    if hold is None:
+        return None
+    since = f" since {instant(hold['since'])}" if hold["since"] else ""
+    why = f": {hold['reason']}" if hold["reason"] else ""
+    return f"{held_by(hold)}{since}{why}"
+
+
+def shortened(text: str | None, width: int) -> str | None:
+    """Return `text` on one line, cut to `width` characters with an ellipsis."""
+    if text is None:
+        return None
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[:width - 1] + "…"
+
+
+def _delivery_id(api: LocalApi, reference: str) -> str:
+    """Return the number of the delivery `reference` names: its number, or the webhook-id
+    (`msg_…`) a receiver logged."""
+    if reference.isdigit():
+        return reference
+    edges = api.run(BY_WEBHOOK_ID, {"id": reference})["deliveries"]["edges"]
+    if not edges:
+        raise ApiFailure(NOT_FOUND, f"no delivery has the webhook-id {reference!r}")
+    return edges[0]["node"]["id"]
+
+
 def _list(api: LocalApi, args: argparse.Namespace) -> int:
     data = api.run(LIST, {"filter": filter_of(args, api), "first": args.limit, "after": args.after,
                           "orderBy": "NEXT_ATTEMPT_AT" if args.due else "CREATED_AT_DESC"})
@@ -69,11 +122,12 @@ def _list(api: LocalApi, args: argparse.Namespace) -> int:
         print_json(connection)
         return EXIT_OK
     print_table(
-        ["ID", "STATUS", "EVENT TYPE", "CONFIG", "ATTEMPTS", "CODE",
+        ["ID", "STATUS", "HELD BY", "EVENT TYPE", "CONFIG", "ATTEMPTS", "CODE", "LAST ERROR",
          "NEXT ATTEMPT" if args.due else "CREATED"],
-        [[n["id"], Status[n["status"]], n["eventType"], n["configName"] or n["configId"],
-          n["attemptCount"], n["lastStatusCode"],
-          ago(n["nextAttemptAt"] if args.due else n["createdAt"])]
+        [[n["id"], Status[n["status"]], held_by(n["heldBy"]), n["eventType"],
+          n["configName"] or n["configId"], n["attemptCount"], n["lastStatusCode"],
+          shortened(n["lastError"], ERROR_WIDTH),
+          instant(n["nextAttemptAt"] if args.due else n["createdAt"])]
          for n in (edge["node"] for edge in connection["edges"])])
     exact = "" if connection["totalCountIsExact"] else "about "
     more = (f"; more with --after {connection['pageInfo']['endCursor']}"
@@ -83,7 +137,9 @@ def _list(api: LocalApi, args: argparse.Namespace) -> int:
 
 
 def _show(api: LocalApi, args: argparse.Namespace) -> int:
-    delivery = api.run(SHOW, {"id": args.id})["delivery"]
+    delivery = api.run(SHOW, {"id": _delivery_id(api, args.id)})["delivery"]
+    if delivery is None:
+        raise ApiFailure(NOT_FOUND, f"delivery {args.id} not found")
     if args.json:
         print_json(delivery)
         return EXIT_OK
@@ -94,17 +150,24 @@ def _show(api: LocalApi, args: argparse.Namespace) -> int:
         ("config", f"{delivery['configName'] or '-'} ({delivery['configId']})"),
         ("attempts", f"{delivery['attemptCount']} in generation "
                      f"{delivery['replayGeneration']}"),
-        ("next attempt", ago(delivery["nextAttemptAt"])),
+        ("held by", _hold_text(delivery["heldBy"])),
+        ("next attempt", instant(delivery["nextAttemptAt"])),
         ("last code", delivery["lastStatusCode"]),
         ("last error", delivery["lastError"]),
-        ("created", delivery["createdAt"]),
+        ("created", instant(delivery["createdAt"])),
     ):
         print(f"  {label:<13} {'-' if value is None else value}")
     print("attempts (oldest first):")
     print_table(["#", "GEN", "OUTCOME", "CODE", "MS", "AT", "ERROR"],
                 [[a["attemptNumber"], a["replayGeneration"], a["outcome"].lower(), a["statusCode"],
-                  a["durationMs"], a["createdAt"], a["error"]]
+                  a["durationMs"], instant(a["createdAt"]), a["error"]]
                  for a in delivery["attempts"]])
+    answered = [a for a in delivery["attempts"] if a["responseExcerpt"]]
+    if answered:
+        last = answered[-1]
+        print(f"last answer (attempt {last['attemptNumber']}, HTTP {last['statusCode']}, "
+              f"{instant(last['createdAt'])}):")
+        print(f"  {last['responseExcerpt']}")
     print("payload:")
     print(json.dumps(delivery["payload"], indent=2))
     return EXIT_OK

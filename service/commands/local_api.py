@@ -165,6 +165,16 @@ def print_table(headers: list[str], rows: list[list[Any]]) -> None:
         print("  ".join(cells).rstrip())
 
 
+def instant(iso: str | None) -> str:
+    """Return an instant in the one convention of the command line: ISO 8601 in UTC to the
+    second with its zone, and how long ago (or in how long) it is, e.g.
+    `2026-12-04T19:30:05Z (3m5s ago)`; `-` for none."""
+    if iso is None:
+        return "-"
+    moment = datetime.fromisoformat(iso).astimezone(UTC)
+    return f"{moment.strftime('%Y-%m-%dT%H:%M:%SZ')} ({ago(iso)})"
+
+
 def ago(iso: str | None) -> str:
     """Return an instant as `3m5s ago` / `in 2h10m`, or `-` for none."""
     if iso is None:

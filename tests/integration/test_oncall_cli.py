@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import getpass
 import json
 import os
 import pty
@@ -15,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from db import configs
+from db import configs, health
 from graphql_schema.errors import BAD_USER_INPUT
 from service.cli import main
 from service.commands.local_api import ApiFailure, LocalApi
@@ -46,8 +47,8 @@ def test_deliveries_list_filters_and_prints_text_or_json(capsys, database_url, s
     code, out, _ = run(capsys, database_url, "deliveries", "list", "--status", "failed")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["ID", "STATUS", "EVENT", "TYPE", "CONFIG", "ATTEMPTS", "CODE",
-                                "CREATED"]
+    assert lines[0].split() == ["ID", "STATUS", "HELD", "BY", "EVENT", "TYPE", "CONFIG",
+                                "ATTEMPTS", "CODE", "LAST", "ERROR", "CREATED"]
     assert [line.split()[0] for line in lines[1:3]] == [str(i) for i in reversed(staged["failed"])]
     assert "orders" in lines[1] and lines[-1] == "2 shown of 2 matching"
     code, out, _ = run(capsys, database_url, "deliveries", "list", "--json",
@@ -72,7 +73,7 @@ def test_deliveries_list_due_sorts_pending_work_by_next_attempt(capsys, database
     assert header.split()[-2:] == ["NEXT", "ATTEMPT"]
     due = [str(staged["pending"]), str(later)]
     assert listed(out) == due  # soonest first, and only deliveries with a next attempt
-    assert first.endswith(" ago") and re.search(r" in (1h59m|2h)$", second)
+    assert first.endswith(" ago)") and re.search(r"Z \(in (1h59m|2h)\)$", second)
     code, out, _ = run(capsys, database_url, "deliveries", "list", "--due", "--json")
     assert [edge["node"]["id"] for edge in json.loads(out)["edges"]] == due
     code, out, _ = run(capsys, database_url, "deliveries", "list")  # newest first
@@ -138,8 +139,45 @@ def test_deliveries_show_prints_one_delivery_and_fails_for_an_unknown_one(capsys
     code, out, err = run(capsys, database_url, "deliveries", "show", "999999")
     assert (code, out) == (1, "")
     assert "not found (NOT_FOUND)" in err
-    code, _, err = run(capsys, database_url, "deliveries", "show", "nope")
-    assert code == 2 and "BAD_USER_INPUT" in err
+    code, _, err = run(capsys, database_url, "deliveries", "show", "msg_nope")
+    assert code == 1 and "no delivery has the webhook-id 'msg_nope' (NOT_FOUND)" in err
+
+
+def test_deliveries_show_finds_a_delivery_by_webhook_id_with_its_hold_and_last_answer(
+        capsys, database_url, staged, make):
+    target = staged["pending"]
+    with make.pool.transaction() as cursor:
+        cursor.execute(
+            "INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation,"
+            " endpoint, outcome, status_code, duration_ms, response_excerpt, created_at)"
+            " VALUES (%s, 1, 0, 'http://x', 'http_error', 503, 12,"
+            " 'upstream overloaded, try later', '2026-12-04T03:00:07+00')", (target,))
+    health.pause(make.pool, staged["orders"].id, reason="receiver migrating")
+    webhook_id = make.row(target)["webhook_id"]
+    code, out, _ = run(capsys, database_url, "deliveries", "show", webhook_id)
+    assert code == 0 and out.startswith(f"delivery {target}  pending")
+    held = next(line for line in out.splitlines() if line.strip().startswith("held by"))
+    assert re.search(r"held by\s+pause since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(.+ ago\): "
+                     r"receiver migrating$", held), held
+    assert "last answer (attempt 1, HTTP 503, 2026-12-04T03:00:07Z (" in out
+    assert "  upstream overloaded, try later" in out
+    code, out, _ = run(capsys, database_url, "deliveries", "list", "--config", "orders",
+                       "--status", "pending")
+    assert out.splitlines()[1].split()[:3] == [str(target), "pending", "pause"]
+
+
+def test_configs_history_shows_who_changed_what_and_why(capsys, database_url, staged):
+    orders = staged["orders"].id
+    run(capsys, database_url, "configs", "pause", "orders", "--reason", "on call")
+    run(capsys, database_url, "configs", "resume", orders)
+    code, out, _ = run(capsys, database_url, "configs", "history", "orders")
+    assert code == 0
+    rows = [line.split(None, 5) for line in out.splitlines()[1:-1]]
+    assert [(row[3], row[4]) for row in rows] == [("resumed", "cli:" + getpass.getuser()),
+                                                  ("paused", "cli:" + getpass.getuser())]
+    assert out.splitlines()[-1] == "2 changes of orders"
+    code, out, _ = run(capsys, database_url, "configs", "history", orders, "--json")
+    assert [c["reason"] for c in json.loads(out)] == ["resumed by an operator", "on call"]
 
 
 def test_replay_of_one_delivery_makes_a_new_generation(capsys, database_url, staged, make):
