@@ -213,14 +213,17 @@ class Dispatcher:
         for item in claimed:
             if item.probe:
                 circuit.report_probe(item.config_id, item.id, self.telemetry)
-        now = time.monotonic()
         inactive = [c for c in claimed if not c.config_active]
         changed = [c for c in claimed if c.config_active
                    and self._changed.get(c.config_id, -math.inf) >= began]
         held_back = {claim_key(c) for c in changed}
         for item in claimed:
             self.inflight[claim_key(item)] = item
-            self._started_at[claim_key(item)] = now
+            # A claim's age counts from before its statement began, as the database's
+            # `claimed_at` (the transaction's start) does: counted from the statement's return,
+            # a claim that took a loaded database a second to answer would look a second
+            # younger than the recovery sweep sees it, and could be sent as it goes stale.
+            self._started_at[claim_key(item)] = began
             if item.config_active and claim_key(item) not in held_back:
                 self._queue.add(item)
         self._fill()
