@@ -180,18 +180,24 @@ class Query:
         )
 
     @strawberry.field(description="Attempts by outcome per time bucket and per config over the "
-                                  "last `hours`, for charts. Reads at most the newest "
+                                  "last `hours` (or `minutes`, for a window shorter than an "
+                                  "hour), for charts. Reads at most the newest "
                                   f"{HISTORY_SCAN_LIMIT:,} attempts (see `complete`).")
     def attempt_history(self, info: Info, hours: int = 24, bucket_minutes: int = 60,
-                        config_ids: list[strawberry.ID] | None = None) -> AttemptHistory:
-        if not 1 <= hours <= MAX_HISTORY_HOURS:
-            raise InvalidInput(f"hours: must be between 1 and {MAX_HISTORY_HOURS}")
-        if not 1 <= bucket_minutes <= 24 * 60 or hours * 60 // bucket_minutes > MAX_BUCKETS:
+                        config_ids: list[strawberry.ID] | None = None,
+                        minutes: int | None = None) -> AttemptHistory:
+        if minutes is None:
+            if not 1 <= hours <= MAX_HISTORY_HOURS:
+                raise InvalidInput(f"hours: must be between 1 and {MAX_HISTORY_HOURS}")
+            minutes = hours * 60
+        elif not 1 <= minutes <= MAX_HISTORY_HOURS * 60:
+            raise InvalidInput(f"minutes: must be between 1 and {MAX_HISTORY_HOURS * 60}")
+        if not 1 <= bucket_minutes <= 24 * 60 or minutes // bucket_minutes > MAX_BUCKETS:
             raise InvalidInput(f"bucketMinutes: between 1 and 1440, and at most {MAX_BUCKETS} "
                                "buckets in the window")
         bucket = timedelta(minutes=bucket_minutes)
         now = datetime.now(UTC)
-        since = history.window_start(now, timedelta(hours=hours), bucket)
+        since = history.window_start(now, timedelta(minutes=minutes), bucket)
         ids = arguments.texts([str(i) for i in config_ids or ()], "configIds")
         pool = info.context.pool
         found = inspection.attempt_history(

@@ -1,7 +1,7 @@
 // The dashboard's entry: sign-in with an API token, the role it has, and the hash router.
 
 import { describe, gql, session, viewer } from "./api.js";
-import { clearNotice, h, notify, startPage } from "./ui.js";
+import { clearNotice, duration, h, notify, refreshing, startPage } from "./ui.js";
 import { configPage, configsPage, newConfigPage } from "./views/configs.js";
 import { deliveriesPage } from "./views/deliveries.js";
 import { deliveryPage } from "./views/delivery.js";
@@ -10,10 +10,21 @@ import { rejectedPage } from "./views/rejected.js";
 
 const ME = "query Me { me { role canMutate } }";
 
+// Pages read again on their own every LIVE_SECONDS while shown (not while a form is being
+// filled or a dialog is open, nor while the tab is hidden), unless paused; the header says
+// when the page was read. An action redraws its page at once.
+const LIVE_SECONDS = 10;
+const live = {
+  paused: sessionStorage.getItem("webhooks-live") === "paused",
+  readAt: null,
+  timer: null,
+};
+
+
 const ROUTES = [
   [/^\/?$/, overviewPage],
   [/^\/configs$/, configsPage],
-  [/^\/configs\/new$/, newConfigPage],
+  [/^\/configs\/new$/, newConfigPage, { still: true }],
   [/^\/configs\/(.+)$/, configPage],
   [/^\/deliveries$/, deliveriesPage],
   [/^\/deliveries\/(.+)$/, deliveryPage],
@@ -22,6 +33,9 @@ const ROUTES = [
 
 function signInPage(message) {
   setSignedIn(false);
+  clearTimeout(live.timer);
+  live.readAt = null;
+  showLive();
   const input = h("input", { id: "token", name: "token", type: "password", required: true,
     autocomplete: "off", placeholder: "whk_…", "aria-describedby": "token-help" });
   const error = h("p", { class: "error", role: "alert", hidden: !message }, message || "");
@@ -32,7 +46,14 @@ function signInPage(message) {
       const data = await gql(ME, {}, { token });
       session.set(token);
       remember(data.me);
-      route();
+      document.getElementById("live-toggle").addEventListener("click", () => {
+  live.paused = !live.paused;
+  sessionStorage.setItem("webhooks-live", live.paused ? "paused" : "live");
+  showLive();
+  schedule();
+});
+setInterval(showLive, 1000);
+route();
     } catch (failure) {
       error.textContent = failure.code === "UNAUTHENTICATED"
         ? "That token is not accepted: it is unknown, expired or revoked."
@@ -44,8 +65,8 @@ function signInPage(message) {
   h("label", { for: "token" }, "API token"),
   input,
   h("p", { id: "token-help", class: "muted" },
-    "Create one with `webhooks tokens create --role operator|viewer --name NAME`. It is kept " +
-    "for this browser tab only and forgotten when you close it."),
+    "Create one with ", h("code", {}, "webhooks tokens create --role operator|viewer --name NAME"),
+    ". It is kept for this browser tab only and forgotten when you close it."),
   error,
   h("button", { type: "submit" }, "Sign in"));
   startPage()(form);
@@ -75,7 +96,42 @@ function markCurrent(path) {
   }
 }
 
-async function route() {
+function showLive() {
+  const bar = document.getElementById("live");
+  bar.hidden = live.readAt === null;
+  if (live.readAt === null) return;
+  const age = Math.max(0, Math.round((Date.now() - live.readAt) / 1000));
+  document.getElementById("live-age").textContent =
+    `updated ${age < 1 ? "just now" : `${duration(age)} ago`}${live.paused ? " · paused" : ""}`;
+  document.getElementById("live-toggle").textContent =
+    live.paused ? "Start auto-refresh" : "Stop auto-refresh";
+}
+
+function schedule() {
+  clearTimeout(live.timer);
+  if (!live.paused && live.readAt !== null) live.timer = setTimeout(refresh, LIVE_SECONDS * 1000);
+}
+
+function busy() {
+  const active = document.activeElement;
+  return Boolean(document.querySelector("dialog[open]")
+    || (active && active.closest && active.closest("main form, main input, main select, main textarea")));
+}
+
+async function refresh() {
+  if (document.hidden || busy()) return schedule();
+  const scrolled = window.scrollY;
+  refreshing(true);
+  try {
+    await route({ quietly: true });
+  } finally {
+    refreshing(false);
+  }
+  window.scrollTo(0, scrolled);
+}
+
+async function route({ quietly = false } = {}) {
+  clearTimeout(live.timer);
   if (!session.token()) return signInPage();
   if (!viewer.role) {
     try {
@@ -88,12 +144,15 @@ async function route() {
   }
   const [path, query = ""] = (location.hash.slice(1) || "/").split("?");
   markCurrent(path);
-  for (const [pattern, page] of ROUTES) {
+  for (const [pattern, page, { still = false } = {}] of ROUTES) {
     const match = path.match(pattern);
     if (match) {
       await page({ params: match.slice(1).map(decodeURIComponent),
         query: new URLSearchParams(query) });
-      document.getElementById("main").focus({ preventScroll: true });
+      if (!quietly) document.getElementById("main").focus({ preventScroll: true });
+      live.readAt = still ? null : Date.now();
+      showLive();
+      schedule();
       return;
     }
   }

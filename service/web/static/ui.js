@@ -32,6 +32,17 @@ function s(tag, attributes = {}, ...children) {
 }
 
 let generation = 0;
+let quiet = false;  // a live refresh: keep the page shown until its new content is ready
+
+/** Redraw pages quietly (no "Loading…" in between) while `on`: the live refresh. */
+export function refreshing(on) {
+  quiet = on;
+}
+
+function isLoading(children) {
+  return children.flat(Infinity).some((child) => child instanceof Element
+    && (child.matches(".loading") || child.querySelector(".loading")));
+}
 
 /** Start drawing a new page; return its `show`, which draws only while it is the current page
  * (so a slow answer for a page left behind never replaces the page shown now). */
@@ -40,6 +51,7 @@ export function startPage() {
   const mine = generation;
   return (...children) => {
     if (mine !== generation) return false;
+    if (quiet && isLoading(children)) return true;
     const main = document.getElementById("main");
     main.replaceChildren();
     append(main, children);
@@ -102,10 +114,15 @@ export function ask(message, confirmLabel) {
   });
 }
 
+/** An instant in the browser's zone, the zone named: "4 Dec 2026, 19:30:05 UTC". */
+export function local(iso) {
+  return new Date(iso).toLocaleString([], { day: "numeric", month: "short", year: "numeric",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" });
+}
+
 export function time(iso) {
   if (!iso) return "—";
-  const date = new Date(iso);
-  return h("time", { datetime: iso, title: iso }, date.toLocaleString());
+  return h("time", { datetime: iso, title: new Date(iso).toISOString() }, local(iso));
 }
 
 /** Return "3 min ago" / "in 2 h" for an instant. */
@@ -113,7 +130,7 @@ export function relative(iso) {
   if (!iso) return "—";
   const seconds = (new Date(iso) - Date.now()) / 1000;
   const text = duration(Math.abs(seconds));
-  return h("time", { datetime: iso, title: new Date(iso).toLocaleString() },
+  return h("time", { datetime: iso, title: local(iso) },
     seconds < 0 ? `${text} ago` : `in ${text}`);
 }
 
@@ -170,7 +187,7 @@ export function attemptChart(history) {
         x: (left + index * step + 1).toFixed(1), y: y.toFixed(1),
         width: Math.max(1, step - 2).toFixed(1), height: barHeight.toFixed(1),
         class: `bar ${outcome}`,
-      }, s("title", {}, `${new Date(bucket.start).toLocaleString()}: ${count} ${outcome}`)));
+      }, s("title", {}, `${local(bucket.start)}: ${count} ${outcome}`)));
     }
   });
   const first = buckets[0], last = buckets[buckets.length - 1];
@@ -182,8 +199,7 @@ export function attemptChart(history) {
   s("text", { x: left - 4, y: 12, class: "tick", "text-anchor": "end" }, String(most)),
   s("text", { x: left - 4, y: height - bottom, class: "tick", "text-anchor": "end" }, "0"),
   first ? s("text", { x: left, y: height - 6, class: "tick" },
-    new Date(first.start).toLocaleString([], { month: "short", day: "numeric", hour: "2-digit",
-      minute: "2-digit" })) : null,
+    local(first.start)) : null,
   last ? s("text", { x: width, y: height - 6, class: "tick", "text-anchor": "end" }, "now") : null,
   ...bars);
   return h("figure", { class: "chart-box" }, svg,

@@ -5,11 +5,12 @@ import { describe, gql, newKey, viewer } from "../api.js";
 import { rememberConfigs } from "../picker.js";
 import {
   ask, attemptChart, badge, failure, h, heading, loading, notify, number, percent, startPage, table,
-  time,
+  local, relative, time,
 } from "../ui.js";
 
 const CONFIG_FIELDS = `id name endpoint eventTypes active createdAt updatedAt
-  health { state consecutiveFailures openedAt nextProbeAt lastFailure pausedAt reason }`;
+  health { state consecutiveFailures openedAt nextProbeAt lastFailure lastFailureAt pausedAt
+           reason }`;
 
 const CONFIGS = `query Configs($filter: ConfigFilter, $first: Int, $after: String, $last: Int,
     $before: String) {
@@ -22,15 +23,16 @@ const CONFIGS = `query Configs($filter: ConfigFilter, $first: Int, $after: Strin
 const PAGE = 50;
 const SEARCH_DELAY_MS = 250; // typing pauses this long before the list follows
 
-const CONFIG = `query Config($id: ID!, $ids: [ID!]) {
+const CONFIG = `query Config($id: ID!, $ids: [ID!], $minutes: Int!, $bucket: Int!) {
   config(id: $id) {
     ${CONFIG_FIELDS} ordering blockOnFailure
+    healthChanges(first: 20) { edges { node { changedAt change actor reason } } hasNextPage }
     blockedKeys(first: 50) {
       edges { node { orderingKey deliveryId sequence since lastStatusCode lastError waiting } }
       hasNextPage
     }
   }
-  attemptHistory(hours: 24, bucketMinutes: 60, configIds: $ids) {
+  attemptHistory(minutes: $minutes, bucketMinutes: $bucket, configIds: $ids) {
     since bucketSeconds complete
     buckets { start attempts succeeded outcomes { outcome count } }
     configs { configId attempts succeeded successRate }
@@ -41,7 +43,47 @@ const CONFIG = `query Config($id: ID!, $ids: [ID!]) {
   failed: deliveries(filter: {configIds: $ids, status: [FAILED]}, first: 1) {
     totalCount totalCountIsExact
   }
+  failing: deliveries(filter: {configIds: $ids, status: [FAILED, PENDING]}, first: 10) {
+    edges { node { id status lastStatusCode lastError updatedAt attemptCount } }
+  }
 }`;
+
+// The windows a config page shows its attempts over, each with buckets that suit it.
+const WINDOWS = {
+  "15m": { label: "15 min", minutes: 15, bucket: 1 },
+  "1h": { label: "1 h", minutes: 60, bucket: 5 },
+  "24h": { label: "24 h", minutes: 24 * 60, bucket: 60 },
+  "7d": { label: "7 d", minutes: 7 * 24 * 60, bucket: 360 },
+};
+
+function windowPicker(id, chosen) {
+  return h("nav", { class: "windows", "aria-label": "Window" },
+    Object.entries(WINDOWS).map(([key, w]) => h("a", {
+      href: `#/configs/${encodeURIComponent(id)}?window=${key}`,
+      class: "button secondary", "aria-current": key === chosen ? "true" : null,
+    }, w.label)));
+}
+
+function timeline(config) {
+  const changes = config.healthChanges.edges.map(({ node }) => node);
+  if (!changes.length) return h("p", { class: "muted" }, "No change of health yet.");
+  return table(["When", "Change", "By", "Why"], changes.map((c) => h("tr", {},
+    h("td", {}, relative(c.changedAt)),
+    h("td", {}, c.change.toLowerCase()),
+    h("td", {}, c.actor || "the service"),
+    h("td", { class: "wrap" }, c.reason || "—"))), "Health changes, newest first");
+}
+
+function recentFailures(failing) {
+  const rows = failing.edges.map(({ node }) => node).filter((d) => d.lastError || d.lastStatusCode);
+  if (!rows.length) return h("p", { class: "muted" }, "No failed or retrying delivery.");
+  return table(["Delivery", "Status", "Answer", "When"], rows.map((d) => h("tr", {},
+    h("td", {}, h("a", { href: `#/deliveries/${d.id}` }, d.id)),
+    h("td", {}, badge(d.status)),
+    h("td", { class: "wrap" }, d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : "no answer",
+      d.lastError ? h("span", { class: "muted" }, ` · ${d.lastError}`) : null),
+    h("td", {}, relative(d.updatedAt)))));
+}
 
 const CREATE = `mutation Create($input: CreateConfigInput!) {
   createConfig(input: $input) { config { id } secret }
@@ -108,9 +150,9 @@ function searchBox(query) {
 
 function healthText(health) {
   const parts = [health.state.toLowerCase().replace("_", " ")];
-  if (health.pausedAt) parts.push(`paused ${new Date(health.pausedAt).toLocaleString()}`);
-  if (health.openedAt) parts.push(`circuit opened ${new Date(health.openedAt).toLocaleString()}`);
-  if (health.nextProbeAt) parts.push(`next probe ${new Date(health.nextProbeAt).toLocaleString()}`);
+  if (health.pausedAt) parts.push(`paused ${local(health.pausedAt)}`);
+  if (health.openedAt) parts.push(`circuit opened ${local(health.openedAt)}`);
+  if (health.nextProbeAt) parts.push(`next probe ${local(health.nextProbeAt)}`);
   if (health.consecutiveFailures) parts.push(`${health.consecutiveFailures} failures in a row`);
   if (health.reason) parts.push(`reason: ${health.reason}`);
   return parts.join(" · ");
@@ -325,18 +367,20 @@ function actions(config, pending, reload) {
     } }, "Delete"));
 }
 
-export async function configPage({ params: [id] }) {
+export async function configPage({ params: [id], query = new URLSearchParams() }) {
   const show = startPage();
   show(heading("Config"), loading());
-  const reload = () => configPage({ params: [id] });
+  const reload = () => configPage({ params: [id], query });
+  const chosen = WINDOWS[query.get("window")] ? query.get("window") : "24h";
+  const window = WINDOWS[chosen];
   let data;
   try {
-    data = await gql(CONFIG, { id, ids: [id] });
+    data = await gql(CONFIG, { id, ids: [id], minutes: window.minutes, bucket: window.bucket });
   } catch (error) {
     show(heading("Config"), failure(error));
     return;
   }
-  const { config, attemptHistory: history, pending, failed } = data;
+  const { config, attemptHistory: history, pending, failed, failing } = data;
   const rate = history.configs[0];
   const deliveries = `#/deliveries?config=${encodeURIComponent(id)}`;
   show(
@@ -348,8 +392,10 @@ export async function configPage({ params: [id] }) {
       h("dt", {}, "Health"), h("dd", {}, healthText(config.health)),
       h("dt", {}, "Ordering"), h("dd", {}, config.ordering === "PER_KEY"
         ? `per key${config.blockOnFailure ? ", a failure holds its key" : ""}` : "unordered"),
-      h("dt", {}, "Last failure"), h("dd", { class: "wrap" }, config.health.lastFailure || "—"),
-      h("dt", {}, "Success rate (24 h)"),
+      h("dt", {}, "Last failure"), h("dd", { class: "wrap" }, config.health.lastFailure || "—",
+        config.health.lastFailureAt
+          ? h("span", { class: "muted" }, " · ", relative(config.health.lastFailureAt)) : null),
+      h("dt", {}, `Success rate (${window.label})`),
       h("dd", {}, rate ? `${percent(rate.successRate)} of ${number(rate.attempts)} attempts`
         : "no attempts"),
       h("dt", {}, "Pending"), h("dd", {}, h("a", { href: `${deliveries}&status=PENDING` },
@@ -360,8 +406,13 @@ export async function configPage({ params: [id] }) {
       h("dt", {}, "Updated"), h("dd", {}, time(config.updatedAt))),
     viewer.canMutate ? actions(config, pending, reload) : null,
     config.ordering === "PER_KEY" ? heldKeys(config, reload) : null,
-    h("section", {}, h("h2", {}, "Attempts, last 24 hours"), attemptChart(history)),
-    h("p", {}, h("a", { href: deliveries }, "All deliveries of this config")),
+    h("section", {}, h("h2", {}, `Attempts, last ${window.label}`), windowPicker(id, chosen),
+      attemptChart(history)),
+    h("section", {}, h("h2", {}, "Recent failures"), recentFailures(failing)),
+    h("section", {}, h("h2", {}, "Health timeline"), timeline(config)),
+    h("p", {}, h("a", { href: deliveries }, "All deliveries of this config"), " · ",
+      h("a", { href: `${deliveries}&status=FAILED` },
+        "Recover: replay its failed deliveries since a time (with a dry run first)")),
     viewer.canMutate ? h("section", {}, h("h2", {}, "Edit"),
       configForm(config, async (input) => {
         await gql(UPDATE, { id, input });

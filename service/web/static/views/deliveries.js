@@ -15,7 +15,8 @@ const LIST = `query Deliveries($filter: DeliveryFilter, $first: Int, $after: Str
              orderBy: $orderBy) {
     totalCount totalCountIsExact
     edges { node { id eventId eventType configId configName status attemptCount
-                   replayGeneration nextAttemptAt lastStatusCode createdAt } }
+                   replayGeneration nextAttemptAt lastStatusCode lastError createdAt
+                   heldBy { by until } } }
     pageInfo { hasNextPage endCursor hasPreviousPage startCursor }
   }
 }`;
@@ -29,7 +30,26 @@ const BULK = `mutation Bulk($filter: DeliveryFilter!, $after: String, $dryRun: B
 }`;
 
 const PAGE = 50;
+const HELD_WORDS = { PAUSE: "paused", CIRCUIT: "circuit", ORDERING_KEY: "ordering key" };
+
+function shorten(text, width) {
+  const line = text.replace(/\s+/g, " ");
+  return line.length <= width ? line : `${line.slice(0, width - 1)}…`;
+}
 const DAY = 24 * 3600 * 1000;
+
+/** The status codes a filter names: numbers, and classes such as `5xx`; a word that is
+ * neither is an error the page shows in words. */
+export function codesOf(text) {
+  if (!text) return null;
+  return text.split(",").map((v) => v.trim()).filter(Boolean).flatMap((word) => {
+    const whole = word.match(/^([1-5])xx$/i);
+    if (whole) return Array.from({ length: 100 }, (_, i) => Number(whole[1]) * 100 + i);
+    if (/^\d{1,3}$/.test(word)) return [Number(word)];
+    throw new Error(`"${word}" is not a status code: give numbers such as 500 or 0 (no ` +
+      "response), or a class such as 5xx");
+  });
+}
 
 function list(query, name) {
   const value = query.get(name);
@@ -47,7 +67,8 @@ export function filterOf(query) {
     configIds: list(query, "config"),
     eventTypes: list(query, "type"),
     eventId: query.get("event") || null,
-    lastStatusCodes: list(query, "code")?.map(Number) ?? null,
+    webhookId: query.get("webhook") || null,
+    lastStatusCodes: codesOf(query.get("code")),
     createdAfter: instant(query.get("after_time")),
     createdBefore: instant(query.get("before_time")),
   };
@@ -73,7 +94,7 @@ function filterForm(query) {
       for (const [key, name] of [["status", "status"], ["config", "config"]]) {
         if (joined(name)) next.set(key, joined(name));
       }
-      for (const name of ["type", "event", "code", "order"]) {
+      for (const name of ["type", "event", "webhook", "code", "order"]) {
         const value = String(data.get(name) || "").trim();
         if (value) next.set(name, value.replace(/\s*,\s*/g, ","));
       }
@@ -92,8 +113,10 @@ function filterForm(query) {
     value: query.get("type") || "", placeholder: "order.paid, …" })),
   field("filter-event", "Event id", h("input", { id: "filter-event", name: "event",
     value: query.get("event") || "" })),
+  field("filter-webhook", "Webhook id", h("input", { id: "filter-webhook", name: "webhook",
+    value: query.get("webhook") || "", placeholder: "msg_… (as the receiver logged it)" })),
   field("filter-code", "Last status codes", h("input", { id: "filter-code", name: "code",
-    value: query.get("code") || "", placeholder: "500, 0", inputmode: "numeric" })),
+    value: query.get("code") || "", placeholder: "500, 5xx, 0" })),
   field("filter-after", "Created after", h("input", { id: "filter-after", name: "after_time",
     type: "datetime-local", value: localInput(query.get("after_time")) })),
   field("filter-before", "Created before", h("input", { id: "filter-before",
@@ -200,7 +223,15 @@ function bulkPanel(filter) {
 export async function deliveriesPage({ query }) {
   const show = startPage();
   show(heading("Deliveries"), loading());
-  const filter = filterOf(query);
+  let filter;
+  try {
+    filter = filterOf(query);
+  } catch (error) {
+    show(heading("Deliveries"), h("p", { class: "error", role: "alert" }, error.message),
+      h("details", { class: "card", open: true }, h("summary", {}, "Filters"),
+        filterForm(query)));
+    return;
+  }
   const backwards = query.has("cursor_before");
   const variables = {
     filter,
@@ -228,17 +259,20 @@ export async function deliveriesPage({ query }) {
     heading("Deliveries", h("span", { class: "muted", id: "total" }, total)),
     h("details", { class: "card", open: true },
       h("summary", {}, "Filters"), filterForm(query)),
-    table(["Id", "Status", "Event type", "Config", "Attempts", "Last code",
+    table(["Id", "Status", "Event type", "Config", "Attempts", "Last code", "Last error",
       due ? "Next attempt" : "Created"],
     deliveries.edges.map(({ node }) => h("tr", {},
       h("td", {}, h("a", { href: `#/deliveries/${node.id}` }, node.id)),
-      h("td", {}, badge(node.status)),
+      h("td", {}, badge(node.status), node.heldBy ? h("span", { class: "held" },
+        ` held: ${HELD_WORDS[node.heldBy.by]}`) : null),
       h("td", {}, node.eventType),
       h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(node.configId)}`,
         title: node.configId }, node.configName || node.configId)),
       h("td", { class: "num" }, node.replayGeneration
         ? `${node.attemptCount} (gen ${node.replayGeneration})` : String(node.attemptCount)),
       h("td", { class: "num" }, node.lastStatusCode ?? "—"),
+      h("td", { class: "wrap", title: node.lastError || "" },
+        node.lastError ? shorten(node.lastError, 60) : "—"),
       h("td", {}, due ? relative(node.nextAttemptAt) : time(node.createdAt))))),
     h("nav", { class: "pager", "aria-label": "Pages" },
       page.hasPreviousPage ? h("a", { class: "button secondary", rel: "prev",

@@ -2,12 +2,33 @@
 // and replay / expedite (one idempotency key per click) while watching the new attempt arrive.
 
 import { describe, gql, newKey, viewer } from "../api.js";
-import { badge, failure, h, heading, loading, notify, relative, startPage, time } from "../ui.js";
+import {
+  badge, failure, h, heading, loading, notify, relative, startPage, time,
+} from "../ui.js";
+
+/** Say what holds a pending delivery back, and until when, in words. */
+export function heldText(hold) {
+  if (!hold) return null;
+  if (hold.by === "PAUSE") {
+    return [`Held: its config is paused${hold.reason ? ` (${hold.reason})` : ""}; `,
+      "it is sent once the config is resumed."];
+  }
+  if (hold.by === "CIRCUIT") {
+    return hold.until
+      ? ["Held: its config's circuit is open until the next probe, ", relative(hold.until),
+        hold.reason ? ` (last failure: ${hold.reason})` : "", "."]
+      : ["Held: its config's circuit is half-open; a probe is in flight."];
+  }
+  return ["Held: it waits for ",
+    hold.behind ? h("a", { href: `#/deliveries/${hold.behind}` }, `delivery ${hold.behind}`)
+      : "an earlier delivery", ", the earlier delivery of its ordering key."];
+}
 
 const DELIVERY = `query Delivery($id: ID!) {
   delivery(id: $id) {
     id webhookId eventId eventType configId configName status attemptCount replayGeneration
     nextAttemptAt lastStatusCode lastError createdAt updatedAt occurredAt payload
+    heldBy { by since until reason behind }
     attempts { id attemptNumber replayGeneration endpoint outcome statusCode durationMs
                responseExcerpt error createdAt requestHeaders }
   }
@@ -123,7 +144,8 @@ export async function deliveryPage({ params: [id] }) {
     watching.textContent = `No new attempt within ${WATCH_SECONDS} s; reload to check again.`;
   }
 
-  const replayable = ["FAILED", "PENDING"].includes(delivery.status);
+  const replayable = delivery.status === "FAILED"
+    || (delivery.status === "PENDING" && !delivery.heldBy);
   show(
     heading(`Delivery ${delivery.id}`, badge(delivery.status)),
     h("dl", { class: "facts" },
@@ -136,7 +158,9 @@ export async function deliveryPage({ params: [id] }) {
         delivery.configName || delivery.configId)),
       h("dt", {}, "Attempts"), h("dd", {}, `${delivery.attemptCount} in generation ` +
         `${delivery.replayGeneration}`),
-      h("dt", {}, "Next attempt"), h("dd", {}, relative(delivery.nextAttemptAt)),
+      h("dt", {}, "Next attempt"), delivery.heldBy
+        ? h("dd", { class: "held", id: "held" }, heldText(delivery.heldBy))
+        : h("dd", {}, relative(delivery.nextAttemptAt)),
       h("dt", {}, "Last status code"), h("dd", {}, delivery.lastStatusCode ?? "—"),
       h("dt", {}, "Last error"), h("dd", { class: "wrap" }, delivery.lastError || "—"),
       h("dt", {}, "Event occurred"), h("dd", {}, time(delivery.occurredAt)),

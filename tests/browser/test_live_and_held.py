@@ -1,0 +1,82 @@
+"""The dashboard stays true while an incident moves: pages read again on their own (saying
+when, pausable), a held delivery says what holds it and offers no Expedite, the config page
+shows its window of attempts, recent failures and health timeline, and times name their zone."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from db import health
+from tests.browser.conftest import UNCLAIMED, open_page, sign_in
+
+
+def graphql_requests(page) -> list[str]:
+    seen: list[str] = []
+    page.on("request", lambda r: seen.append(r.url) if r.url.endswith("/graphql") else None)
+    return seen
+
+
+def test_a_page_refreshes_on_its_own_until_paused_and_a_held_delivery_says_why(
+        browser, service_url, seed, operator_token):
+    config = seed.config(endpoint="http://127.0.0.1:9/live", event_types=["live.one"],
+                         name="live-one")
+    (delivery,) = seed.event(type="live.one")[1]
+    seed.set(delivery, status="pending", next_attempt_at=datetime.now(UTC) + timedelta(hours=1),
+             **UNCLAIMED)
+    health.pause(seed.pool, config.id, reason="receiver migrating")
+    page, console = open_page(browser)
+    page.clock.install()
+    sign_in(page, service_url, operator_token)
+    page.goto(f"{service_url}/#/deliveries/{delivery}")
+    held = page.wait_for_selector("#held")
+    assert "Held: its config is paused (receiver migrating)" in held.inner_text()
+    assert page.locator("button:has-text('Expedite')").count() == 0
+    assert page.inner_text("#live-age").startswith("updated")
+
+    seen = graphql_requests(page)
+    health.resume(seed.pool, config.id, reason="migrated")
+    page.clock.fast_forward(11_000)  # one refresh period and a second
+    page.wait_for_selector("#held", state="detached")
+    page.wait_for_selector("button:has-text('Expedite')")
+    assert seen, "the refresh read the delivery again"
+
+    page.click("#live-toggle")
+    assert page.inner_text("#live-toggle") == "Start auto-refresh"
+    assert page.inner_text("#live-age").endswith("· paused")
+    paused_at = len(seen)
+    health.pause(seed.pool, config.id, reason="again")
+    page.clock.fast_forward(60_000)  # six periods: nothing is read while paused
+    assert len(seen) == paused_at
+    assert page.locator("#held").count() == 0
+    page.click("#live-toggle")
+    page.clock.fast_forward(11_000)
+    page.wait_for_selector("#held")
+    assert len(seen) > paused_at
+    assert console.errors == []
+
+
+def test_the_config_page_shows_its_window_failures_and_timeline_in_a_named_zone(
+        browser, service_url, seed, operator_token):
+    config = seed.config(endpoint="http://127.0.0.1:9/timeline", event_types=["tl.one"],
+                         name="timeline-one")
+    (delivery,) = seed.event(type="tl.one")[1]
+    seed.set(delivery, status="failed", next_attempt_at=None, last_status_code=500,
+             last_error="HTTP 500: upstream down", **UNCLAIMED)
+    health.pause(seed.pool, config.id, reason="on call: receiver down", actor="alice")
+    page, console = open_page(browser)
+    sign_in(page, service_url, operator_token)
+    page.goto(f"{service_url}/#/configs/{config.id}?window=15m")
+    page.wait_for_selector("h2:has-text('Attempts, last 15 min')")
+    assert page.locator(".windows a[aria-current='true']").inner_text() == "15 min"
+    failures = page.locator("section:has(h2:has-text('Recent failures')) tbody").inner_text()
+    assert str(delivery) in failures and "HTTP 500" in failures and "upstream down" in failures
+    timeline = page.locator("section:has(h2:has-text('Health timeline')) tbody").inner_text()
+    assert "paused" in timeline and "alice" in timeline and "on call: receiver down" in timeline
+    created = page.locator("dt:has-text('Created') + dd time").inner_text()
+    assert re.search(r"\b(UTC|GMT)\b", created), created  # the zone, named
+    page.goto(f"{service_url}/#/deliveries?code=5xx&config={config.id}")
+    page.wait_for_selector(f"a[href='#/deliveries/{delivery}']")
+    page.goto(f"{service_url}/#/deliveries?code=five")
+    assert '"five" is not a status code' in page.wait_for_selector("p.error").inner_text()
+    assert console.errors == []
