@@ -158,11 +158,11 @@ def delivery(pool: ConnectionPool, id: int) -> DeliveryDetail | None:
                              "message_key": None if key is None else bytes(key)})
 
 
-def attempts(pool: ConnectionPool, delivery_id: int) -> list[Attempt]:
-    """Return the attempts of a delivery, oldest first."""
+def attempts(pool: ConnectionPool, delivery_id: int, *, last: int) -> list[Attempt]:
+    """Return the newest `last` attempts of a delivery, oldest first."""
     with pool.transaction() as cursor:
-        cursor.execute(QUERIES["attempts_of_delivery"], {"id": delivery_id})
-        return [Attempt(**row) for row in as_dicts(cursor)]
+        cursor.execute(QUERIES["attempts_of_delivery"], {"id": delivery_id, "last": last})
+        return [Attempt(**row) for row in reversed(as_dicts(cursor))]
 
 
 def stats(pool: ConnectionPool, *, exact_up_to: int = EXACT_UP_TO, large: int = LARGE) -> Stats:

@@ -160,9 +160,13 @@ class Delivery(DeliverySummary):
                     "is a child span of it.")
     tracestate: str | None = None
 
-    @strawberry.field(description="Every attempt of every generation, oldest first.")
-    def attempts(self, info: Info) -> list[Attempt]:
-        rows = inspection.attempts(info.context.pool, int(self.id))
+    @strawberry.field(description="Its newest `last` attempts (1 to 1000; every generation "
+                                  "counts), oldest first. A delivery replayed many times has "
+                                  "up to its attempt budget per generation.")
+    def attempts(self, info: Info, last: int = 100) -> list[Attempt]:
+        if not 1 <= last <= 1000:
+            raise InvalidInput("last: must be between 1 and 1000")
+        rows = inspection.attempts(info.context.pool, int(self.id), last=last)
         return [Attempt.from_row(row) for row in rows]
 
     @classmethod

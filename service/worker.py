@@ -9,6 +9,7 @@ import signal
 import socket
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 
 import gevent
@@ -102,7 +103,9 @@ class Worker:
         gauges = self.telemetry.gauges
         gauges.queue({status: count.value for status, count in stats.by_status.items()},
                      stats.oldest_due_age_seconds)
-        gauges.health(in_flight=health.in_flight(self.pool),
+        # This worker's own claims per config: summed over the workers, the fleet's (each
+        # worker exporting the fleet's count would make a sum count it once per worker).
+        gauges.health(in_flight=Counter(c.config_id for c in self.dispatcher.inflight.values()),
                       suppressed=health.held_due(self.pool, cap=QUEUE_DEPTH_CAP))
         gauges.blocked_keys(ordering.count_blocked(self.pool))
 

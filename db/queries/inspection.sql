@@ -92,7 +92,7 @@ LEFT JOIN LATERAL delivery_hold(d.status, d.config_id, d.next_attempt_at, d.orde
 WHERE d.id = %(id)s
 
 -- attempts_of_delivery --
--- Return the attempts of one delivery, oldest first, each with the request headers it sent: those it kept, and those its row and its delivery's hold (the webhook id, the attempt number and generation)
+-- Return the newest `last` attempts of one delivery, newest first, each with the request headers it sent: those it kept, and those its row and its delivery's hold (the webhook id, the attempt number and generation)
 SELECT a.id, a.attempt_number, a.replay_generation, a.endpoint, a.outcome, a.status_code,
        a.duration_ms, a.response_excerpt, a.error, a.created_at,
        jsonb_build_object('webhook-id', d.webhook_id,
@@ -102,7 +102,8 @@ SELECT a.id, a.attempt_number, a.replay_generation, a.endpoint, a.outcome, a.sta
 FROM delivery_attempts a
 JOIN deliveries d ON d.id = a.delivery_id
 WHERE a.delivery_id = %(id)s
-ORDER BY a.id
+ORDER BY a.id DESC
+LIMIT %(last)s
 
 -- count_deliveries_by_status --
 -- Count the deliveries of each status (pending, delivering, succeeded, failed, cancelled), each count stopping at its own cap (0 skips it); literal statuses let each count use its own index

@@ -19,7 +19,8 @@ class Gauges:
         self._health: dict[str, dict[str, int]] = {"in_flight": {}, "suppressed": {}}
         meter.create_observable_gauge(
             "webhooks_config_in_flight", callbacks=[self._observe("in_flight", "config_id")],
-            description="Attempts in flight per config, across all workers")
+            description="This worker's claims in flight per config (sum over the workers for "
+                        "the fleet's)")
         meter.create_observable_gauge(
             "webhooks_suppressed_attempts",
             callbacks=[self._observe("suppressed", "state")],

@@ -112,3 +112,19 @@ def test_a_delivery_is_found_by_the_webhook_id_its_receiver_logged(api, make):
     found = api.data("""query ($id: String) { deliveries(filter: {webhookId: $id}) {
         edges { node { id webhookId } } } }""", {"id": webhook_id})["deliveries"]["edges"]
     assert [edge["node"] for edge in found] == [{"id": str(wanted), "webhookId": webhook_id}]
+
+
+def test_a_delivery_gives_its_newest_attempts_oldest_first_bounded(api, make):
+    make.config()
+    _, (delivery,) = make.event()
+    with make.pool.transaction() as cursor:
+        cursor.execute(
+            "INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation,"
+            " endpoint, outcome, status_code, duration_ms) SELECT %s, n, 0, 'http://x',"
+            " 'http_error', 500, n FROM generate_series(1, 12) n", (delivery,))
+    query = ("query ($id: ID!, $last: Int!) { delivery(id: $id) { "
+             "attempts(last: $last) { durationMs } } }")
+    shown = api.data(query, {"id": str(delivery), "last": 5})["delivery"]["attempts"]
+    assert [a["durationMs"] for a in shown] == [8, 9, 10, 11, 12]
+    error = api.error(query, {"id": str(delivery), "last": 0})
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"

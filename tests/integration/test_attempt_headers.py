@@ -29,7 +29,7 @@ def test_each_attempt_keeps_the_headers_the_receiver_got(make, receiver_factory,
     wait_until(lambda: make.row(delivery_id)["status"] == "succeeded")
     sent = [{name: value for name, value in request.headers.items() if name not in NOT_KEPT}
             for request in received]
-    shown = [a.request_headers for a in inspection.attempts(make.pool, delivery_id)]
+    shown = [a.request_headers for a in inspection.attempts(make.pool, delivery_id, last=100)]
     assert shown == sent
     assert [h["webhook-attempt"] for h in shown] == ["1", "2"]
     assert len(shown[1]["webhook-signature"].split(" ")) == 2
@@ -54,5 +54,5 @@ def test_attempts_recorded_before_headers_were_kept_have_none(make):
                        "replay_generation, endpoint, outcome, status_code, duration_ms) "
                        "VALUES (%s, 1, 0, 'http://127.0.0.1:9/hook', 'http_error', 500, 3)",
                        (delivery_id,))
-    (attempt,) = inspection.attempts(make.pool, delivery_id)
+    (attempt,) = inspection.attempts(make.pool, delivery_id, last=100)
     assert attempt.request_headers is None
