@@ -319,7 +319,8 @@ class Dispatcher:
             claimed = self.inflight.get(key)
             if claimed:
                 response = interruption(now - started)
-                batch.append((claimed, response, interrupted(claimed, response)))
+                batch.append((claimed, response, interrupted(
+                    claimed, response, max_attempts=self.policy.max_attempts)))
         self._posting.clear()
         if not batch:
             return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from datetime import datetime
 
 from db.deliveries import AttemptResult, Claimed
@@ -89,12 +90,24 @@ def interruption(duration: float) -> Response:
     return Response(AttemptOutcome.INTERRUPTED, 0, duration, error=INTERRUPTION)
 
 
-def interrupted(claimed: Claimed, response: Response) -> AttemptResult:
-    """Return the attempt of a send cut short by a stopping worker: counted, and due again now.
+def interrupted(claimed: Claimed, response: Response, *, max_attempts: int) -> AttemptResult:
+    """Return the attempt of a send cut short by a stopping worker: counted, and due again now
+    while the generation's attempt budget lasts, failed once it is spent.
 
-    The endpoint may have received the request, so the attempt is counted and kept; the stop
-    is the worker's doing, not the endpoint's, so no backoff applies.
+    The endpoint may have received the request, so the attempt is counted and kept, and it
+    uses the budget as any attempt does; the stop is the worker's doing, not the endpoint's,
+    so no backoff applies.
     """
+    attempt_number = claimed.attempt_count + 1
+    if attempt_number >= max_attempts:
+        why = (f"{response.error}; retry budget exhausted: {max_attempts} attempts "
+               "(WEBHOOKS_MAX_ATTEMPTS)")
+        return replace(_interrupted(claimed, response), next_status=Status.FAILED,
+                       next_delay=None, last_error=why)
+    return _interrupted(claimed, response)
+
+
+def _interrupted(claimed: Claimed, response: Response) -> AttemptResult:
     return AttemptResult(
         delivery_id=claimed.id,
         token=claimed.token,
