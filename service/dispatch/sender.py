@@ -139,4 +139,11 @@ def _reason(error: Exception) -> str:
     reason = getattr(inner, "reason", None)
     if reason is not None:
         message = str(reason)
+    elif isinstance(inner, Exception) and len(inner.args) == 2 \
+            and isinstance(inner.args[1], Exception):
+        # urllib3's ProtocolError('Connection aborted.', ConnectionResetError(104, '…')):
+        # in words, not as the tuple's repr.
+        cause = inner.args[1]
+        said = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
+        message = f"{str(inner.args[0]).rstrip('.')}: {said}"
     return _CONNECTION_PREFIX.sub("", message)

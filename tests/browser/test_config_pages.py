@@ -56,8 +56,12 @@ def test_an_operator_pauses_and_resumes_a_config(browser, service_url, seed, ope
     page.click("button:has-text('Pause')")
     dialog = page.locator("dialog")
     assert "nothing is cancelled" in dialog.inner_text()
+    dialog.locator("#reason").fill("receiver migrating")
     dialog.locator("button:has-text('Pause')").click()
     page.wait_for_selector("main .title .badge.paused")
+    timeline = page.locator("section:has(h2:has-text('Health timeline')) tbody")
+    assert "receiver migrating" in timeline.inner_text()
+    assert "browser-operator" in timeline.inner_text()
     answer = requests.post(f"{service_url}/graphql", timeout=30, headers={
         "Authorization": f"Bearer {operator_token}"}, json={
         "query": "query ($id: ID!) { config(id: $id) { health { state } } }",
@@ -106,6 +110,9 @@ def test_an_operator_edits_rotates_resets_and_deletes_a_config_from_the_keyboard
                        "WHERE config_id = %s", (config.id,))
     page.reload()
     page.click("button:has-text('Reset circuit')")
+    dialog = page.locator("dialog")
+    assert "sent again at once" in dialog.inner_text()
+    dialog.locator("button:has-text('Reset circuit')").click()
     page.wait_for_selector("main .title .badge.healthy")
 
     page.click("button:has-text('Delete')")

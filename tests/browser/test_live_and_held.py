@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from db import health
-from tests.browser.conftest import UNCLAIMED, open_page, sign_in
+from tests.browser.conftest import UNCLAIMED, open_page, shoot, sign_in
 
 
 def graphql_requests(page) -> list[str]:
@@ -33,6 +33,7 @@ def test_a_page_refreshes_on_its_own_until_paused_and_a_held_delivery_says_why(
     assert "Held: its config is paused (receiver migrating)" in held.inner_text()
     assert page.locator("button:has-text('Expedite')").count() == 0
     assert page.inner_text("#live-age").startswith("updated")
+    shoot(page, "delivery-held")
 
     seen = graphql_requests(page)
     health.resume(seed.pool, config.id, reason="migrated")
@@ -73,6 +74,7 @@ def test_the_config_page_shows_its_window_failures_and_timeline_in_a_named_zone(
     assert str(delivery) in failures and "HTTP 500" in failures and "upstream down" in failures
     timeline = page.locator("section:has(h2:has-text('Health timeline')) tbody").inner_text()
     assert "paused" in timeline and "alice" in timeline and "on call: receiver down" in timeline
+    shoot(page, "config-timeline")
     created = page.locator("dt:has-text('Created') + dd time").inner_text()
     assert re.search(r"\b(UTC|GMT)\b", created), created  # the zone, named
     page.goto(f"{service_url}/#/deliveries?code=5xx&config={config.id}")

@@ -25,3 +25,4 @@ def test_the_last_attempt_of_the_budget_fails_the_delivery_saying_why():
     assert (result.next_status, result.next_delay) == (Status.FAILED, None)
     assert "retry budget exhausted: 15 attempts" in result.last_error
     assert result.last_error.startswith(interruption(1.5).error)
+

@@ -119,6 +119,7 @@ function busy() {
 }
 
 async function refresh() {
+  if (!session.token()) return;
   if (document.hidden || busy()) return schedule();
   const scrolled = window.scrollY;
   refreshing(true);
@@ -149,6 +150,7 @@ async function route({ quietly = false } = {}) {
     if (match) {
       await page({ params: match.slice(1).map(decodeURIComponent),
         query: new URLSearchParams(query) });
+      if (!session.token() || !viewer.role) return;  // signed out meanwhile: the form stays
       if (!quietly) document.getElementById("main").focus({ preventScroll: true });
       live.readAt = still ? null : Date.now();
       showLive();

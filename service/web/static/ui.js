@@ -114,6 +114,29 @@ export function ask(message, confirmLabel) {
   });
 }
 
+/** Ask for a confirmation and an optional reason (kept in the config's health history);
+ * resolve { reason } when confirmed, null when cancelled. */
+export function askWithReason(message, confirmLabel) {
+  return new Promise((resolve) => {
+    const input = h("input", { id: "reason", name: "reason", maxlength: 500,
+      placeholder: "e.g. receiver migrating, ticket 1234" });
+    const dialog = h("dialog", { class: "confirm", "aria-label": "Confirm" },
+      h("p", {}, message),
+      h("label", { for: "reason" }, "Reason (optional, kept in the health timeline)"), input,
+      h("div", { class: "actions" },
+        h("button", { type: "button", class: "secondary", onclick: () => dialog.close("no") },
+          "Cancel"),
+        h("button", { type: "button", class: "danger", onclick: () => dialog.close("yes") },
+          confirmLabel)));
+    dialog.addEventListener("close", () => {
+      dialog.remove();
+      resolve(dialog.returnValue === "yes" ? { reason: input.value.trim() || null } : null);
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+  });
+}
+
 /** An instant in the browser's zone, the zone named: "4 Dec 2026, 19:30:05 UTC". */
 export function local(iso) {
   return new Date(iso).toLocaleString([], { day: "numeric", month: "short", year: "numeric",
@@ -138,8 +161,18 @@ export function duration(seconds) {
   if (seconds === null || seconds === undefined) return "—";
   if (seconds < 60) return `${Math.round(seconds)} s`;
   if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
-  if (seconds < 86400) return `${(seconds / 3600).toFixed(1)} h`;
-  return `${(seconds / 86400).toFixed(1)} d`;
+  if (seconds < 86400) return `${trimmed(seconds / 3600)} h`;
+  return `${trimmed(seconds / 86400)} d`;
+}
+
+/** 1 for 1.0, 1.5 for 1.5: one decimal, only when it says something. */
+function trimmed(value) {
+  return Number(value.toFixed(1)).toString();
+}
+
+/** An outbound request's duration: "230 ms", "30.0 s". */
+export function elapsed(ms) {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
 export function percent(rate) {

@@ -4,7 +4,7 @@
 import { describe, gql, newKey, viewer } from "../api.js";
 import { rememberConfigs } from "../picker.js";
 import {
-  ask, attemptChart, badge, failure, h, heading, loading, notify, number, percent, startPage, table,
+  ask, askWithReason, attemptChart, badge, failure, h, heading, loading, notify, number, percent, startPage, table,
   local, relative, time,
 } from "../ui.js";
 
@@ -99,9 +99,11 @@ const DEACTIVATE = `mutation Deactivate($id: ID!) {
 const DELETE = `mutation Delete($id: ID!) { deleteConfig(id: $id) { cancelledDeliveries } }`;
 const REPLAY = `mutation Replay($id: ID!) { replayDelivery(id: $id) { action } }`;
 const SKIP = `mutation Skip($id: ID!) { skipDelivery(id: $id) { orderingKey sequence } }`;
-const PAUSE = `mutation Pause($id: ID!) { pauseConfig(id: $id) { message } }`;
+const PAUSE = `mutation Pause($id: ID!, $reason: String) {
+  pauseConfig(id: $id, reason: $reason) { message } }`;
 const RESUME = `mutation Resume($id: ID!) { resumeConfig(id: $id) { message } }`;
-const RESET = `mutation Reset($id: ID!) { resetCircuit(id: $id) { message } }`;
+const RESET = `mutation Reset($id: ID!, $reason: String) {
+  resetCircuit(id: $id, reason: $reason) { message } }`;
 const HEALTH_STATES = ["HEALTHY", "PAUSED", "OPEN", "HALF_OPEN"];
 
 function state(config) {
@@ -317,9 +319,9 @@ export async function newConfigPage() {
 
 function actions(config, pending, reload) {
   const id = config.id;
-  const run = async (mutation, done) => {
+  const run = async (mutation, done, extra = {}) => {
     try {
-      const data = await gql(mutation, { id });
+      const data = await gql(mutation, { id, ...extra });
       await reload();
       done(data);
     } catch (error) {
@@ -332,13 +334,19 @@ function actions(config, pending, reload) {
       ? h("button", { type: "button", onclick: () => run(RESUME,
         (data) => notify(data.resumeConfig.message)) }, "Resume")
       : h("button", { type: "button", class: "secondary", onclick: async () => {
-        if (!await ask(`Pause ${config.name || id}? Its deliveries stay pending and nothing is ` +
-          "attempted until you resume it; nothing is cancelled.", "Pause")) return;
-        run(PAUSE, (data) => notify(data.pauseConfig.message));
+        const answer = await askWithReason(`Pause ${config.name || id}? Its deliveries stay ` +
+          "pending and nothing is attempted until you resume it; nothing is cancelled.", "Pause");
+        if (!answer) return;
+        run(PAUSE, (data) => notify(data.pauseConfig.message), answer);
       } }, "Pause"),
     ["OPEN", "HALF_OPEN"].includes(healthState)
-      ? h("button", { type: "button", class: "secondary", onclick: () => run(RESET,
-        (data) => notify(data.resetCircuit.message)) }, "Reset circuit") : null,
+      ? h("button", { type: "button", class: "secondary", onclick: async () => {
+        const answer = await askWithReason(`Reset the circuit of ${config.name || id}? Its ` +
+          "held deliveries are sent again at once (gradually, from one at a time), as if the " +
+          "endpoint were known to be back.", "Reset circuit");
+        if (!answer) return;
+        run(RESET, (data) => notify(data.resetCircuit.message), answer);
+      } }, "Reset circuit") : null,
     h("button", { type: "button", class: "secondary", onclick: async () => {
       if (!await ask("Rotate this config's secret? The old one keeps signing alongside the " +
         "new one for the rotation grace period.", "Rotate secret")) return;

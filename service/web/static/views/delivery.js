@@ -3,7 +3,7 @@
 
 import { describe, gql, newKey, viewer } from "../api.js";
 import {
-  badge, failure, h, heading, loading, notify, relative, startPage, time,
+  badge, elapsed, failure, h, heading, loading, notify, relative, startPage, time,
 } from "../ui.js";
 
 /** Say what holds a pending delivery back, and until when, in words. */
@@ -49,7 +49,7 @@ function attemptItem(attempt) {
         `generation ${attempt.replayGeneration}`) : null,
       badge(outcome),
       h("span", {}, attempt.statusCode ? `HTTP ${attempt.statusCode}` : "no response"),
-      h("span", { class: "muted" }, `${attempt.durationMs} ms`),
+      h("span", { class: "muted" }, elapsed(attempt.durationMs)),
       time(attempt.createdAt)),
     h("div", { class: "muted wrap" }, attempt.endpoint),
     attempt.error ? h("p", { class: "error-text" }, attempt.error) : null,
