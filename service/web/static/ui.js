@@ -95,11 +95,12 @@ export function clearNotice() {
   document.getElementById("notice").hidden = true;
 }
 
-/** Ask for a confirmation in a modal dialog; resolve true when confirmed. */
-export function ask(message, confirmLabel) {
+/** Show `children` in a modal dialog with Cancel and `confirmLabel`; resolve `answer()` when
+ * confirmed, null when cancelled (the button, or Escape). */
+function confirmDialog(children, confirmLabel, answer) {
   return new Promise((resolve) => {
     const dialog = h("dialog", { class: "confirm", "aria-label": "Confirm" },
-      h("p", {}, message),
+      ...children,
       h("div", { class: "actions" },
         h("button", { type: "button", class: "secondary", onclick: () => dialog.close("no") },
           "Cancel"),
@@ -107,34 +108,26 @@ export function ask(message, confirmLabel) {
           confirmLabel)));
     dialog.addEventListener("close", () => {
       dialog.remove();
-      resolve(dialog.returnValue === "yes");
+      resolve(dialog.returnValue === "yes" ? answer() : null);
     });
     document.body.append(dialog);
     dialog.showModal();
   });
 }
 
+/** Ask for a confirmation in a modal dialog; resolve true when confirmed. */
+export async function ask(message, confirmLabel) {
+  return (await confirmDialog([h("p", {}, message)], confirmLabel, () => true)) === true;
+}
+
 /** Ask for a confirmation and an optional reason (kept in the config's health history);
  * resolve { reason } when confirmed, null when cancelled. */
 export function askWithReason(message, confirmLabel) {
-  return new Promise((resolve) => {
-    const input = h("input", { id: "reason", name: "reason", maxlength: 500,
-      placeholder: "e.g. receiver migrating, ticket 1234" });
-    const dialog = h("dialog", { class: "confirm", "aria-label": "Confirm" },
-      h("p", {}, message),
-      h("label", { for: "reason" }, "Reason (optional, kept in the health timeline)"), input,
-      h("div", { class: "actions" },
-        h("button", { type: "button", class: "secondary", onclick: () => dialog.close("no") },
-          "Cancel"),
-        h("button", { type: "button", class: "danger", onclick: () => dialog.close("yes") },
-          confirmLabel)));
-    dialog.addEventListener("close", () => {
-      dialog.remove();
-      resolve(dialog.returnValue === "yes" ? { reason: input.value.trim() || null } : null);
-    });
-    document.body.append(dialog);
-    dialog.showModal();
-  });
+  const input = h("input", { id: "reason", name: "reason", maxlength: 500,
+    placeholder: "e.g. receiver migrating, ticket 1234" });
+  return confirmDialog([h("p", {}, message),
+    h("label", { for: "reason" }, "Reason (optional, kept in the health timeline)"), input],
+  confirmLabel, () => ({ reason: input.value.trim() || null }));
 }
 
 /** An instant in the browser's zone, the zone named: "4 Dec 2026, 19:30:05 UTC". */
