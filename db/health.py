@@ -234,11 +234,6 @@ def of_configs(pool: ConnectionPool, ids: Sequence[str]) -> dict[str, Health]:
             for row in pool.rows("config_health", {"ids": list(ids)})}
 
 
-def in_flight(pool: ConnectionPool) -> dict[str, int]:
-    """Return the attempts in flight per config (across all workers), where any are."""
-    return {row["config_id"]: row["in_flight"] for row in pool.rows("configs_in_flight")}
-
-
 def held_due(pool: ConnectionPool, *, cap: int = 1_000_000) -> dict[str, int]:
     """Return the due deliveries withheld by a pause or a circuit, by health state."""
     return {row["state"]: row["deliveries"]

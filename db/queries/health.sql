@@ -281,10 +281,6 @@ SELECT config_id, config_health_state(config_health) AS state, paused_at,
 FROM config_health
 WHERE config_id = ANY(%(ids)s)
 
--- configs_in_flight --
--- Return the configs with attempts in flight and how many (across all workers)
-SELECT config_id, in_flight FROM config_health WHERE in_flight > 0
-
 -- held_due_deliveries --
 -- Count due pending deliveries whose attempts are withheld because their config is paused or its circuit is not closed, by health state, stopping at the cap
 SELECT state, count(*) AS deliveries
