@@ -144,6 +144,6 @@ def _reason(error: Exception) -> str:
         # urllib3's ProtocolError('Connection aborted.', ConnectionResetError(104, '…')):
         # in words, not as the tuple's repr.
         cause = inner.args[1]
-        said = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
+        said = getattr(cause, "strerror", None) or f"{type(cause).__name__}: {cause}"
         message = f"{str(inner.args[0]).rstrip('.')}: {said}"
     return _CONNECTION_PREFIX.sub("", message)

@@ -76,3 +76,21 @@ def test_an_expired_token_signs_the_browser_out_with_a_message(browser, service_
     assert page.locator("#token").is_visible()
     assert page.evaluate("sessionStorage.getItem('webhooks.token')") is None
     assert [e for e in console.errors if not ALLOWED_401.search(e)] == []
+
+
+def test_the_reason_of_a_sign_out_stays_when_the_page_moves_on(browser, service_url,
+                                                                service_pool):
+    """A request refused for an expired token signs the tab out; a navigation that follows
+    at once (a click, a refresh already on its way) shows the same reason, not a bare form."""
+    _, token = tokens.create(service_pool, name="expiring-2", role="operator", expires_in=3600)
+    page, console = open_page(browser)
+    sign_in(page, service_url, token)
+    with service_pool.transaction() as cursor:
+        cursor.execute("UPDATE api_tokens SET expires_at = now() - interval '1 second' "
+                       "WHERE name = 'expiring-2'")
+    page.click("#nav >> text=Configs")
+    page.wait_for_selector("text=Your token is no longer accepted")
+    page.evaluate("location.hash = '#/deliveries'")  # moves on while signed out
+    page.wait_for_selector("#token")
+    assert "Your token is no longer accepted" in page.inner_text("main")
+    assert [e for e in console.errors if not ALLOWED_401.search(e)] == []

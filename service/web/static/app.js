@@ -18,6 +18,7 @@ const live = {
   paused: sessionStorage.getItem("webhooks-live") === "paused",
   readAt: null,
   timer: null,
+  signedOutBecause: null,  // why the API signed this tab out, said again on every sign-in form
 };
 
 
@@ -45,6 +46,7 @@ function signInPage(message) {
     try {
       const data = await gql(ME, {}, { token });
       session.set(token);
+      live.signedOutBecause = null;
       remember(data.me);
       document.getElementById("live-toggle").addEventListener("click", () => {
   live.paused = !live.paused;
@@ -133,7 +135,9 @@ async function refresh() {
 
 async function route({ quietly = false } = {}) {
   clearTimeout(live.timer);
-  if (!session.token()) return signInPage();
+  // Signed out by the API, then sent elsewhere (a click, a refresh already on its way): the
+  // form keeps saying why.
+  if (!session.token()) return signInPage(live.signedOutBecause);
   if (!viewer.role) {
     try {
       remember((await gql(ME)).me);
@@ -163,6 +167,7 @@ async function route({ quietly = false } = {}) {
 
 window.addEventListener("signed-out", (event) => {
   viewer.role = null;
+  live.signedOutBecause = event.detail;
   signInPage(event.detail);
 });
 window.addEventListener("hashchange", () => { clearNotice(); route(); });
@@ -172,6 +177,7 @@ window.addEventListener("unhandledrejection", (event) => {
 document.getElementById("sign-out").addEventListener("click", () => {
   session.clear();
   viewer.role = null;
+  live.signedOutBecause = null;
   notify("Signed out.");
   signInPage();
 });
