@@ -306,11 +306,12 @@ def deactivate(pool: ConnectionPool, id: str, *, reason: str = "deactivated by a
 
 def delete(pool: ConnectionPool, id: str, *, actor: str | None = None) -> ConfigChange:
     """Delete a config (its row stays for history) and cancel its pending deliveries."""
+    reason = "deleted by an operator"
     with pool.transaction() as cursor:
-        health.act_as(cursor, actor, "deleted by an operator")
+        health.act_as(cursor, actor, reason)
         cursor.execute(QUERIES["delete_config"], {"id": id})
         config = _found(as_dict(cursor), id)
-        return ConfigChange(config, _cancel_pending(cursor, id, "deleted by an operator"))
+        return ConfigChange(config, _cancel_pending(cursor, id, reason))
 
 
 def rotate_secret(

@@ -323,9 +323,9 @@ def replay_page(
             skipped.append((id, not_replayable(status)))
         elif not row["config_active"]:
             skipped.append((id, INACTIVE_CONFIG))
-        elif row["held"]:
-            skipped.append((id, "it is held (by its config's pause or circuit, or its "
-                                "ordering key); making it due would change nothing"))
+        elif row["held_by"] is not None:
+            skipped.append((id, held(HeldBy(row["held_by"]), until=row["held_until"],
+                                     behind=row["held_behind"])))
         else:
             skipped.append((id, "it changed state during the replay"))
     return ReplayPage(replayed, expedited, skipped, has_more=has_more, last=listed[:limit][-1])

@@ -271,11 +271,7 @@ class Config:
                        after: str | None = None) -> HealthChangeConnection:
         if not 1 <= first <= 1000:
             raise InvalidInput("first: must be between 1 and 1000")
-        before = None
-        if after is not None:
-            before = cursors.decode("healthChanges", after).get("id")
-            if not isinstance(before, int):
-                raise InvalidInput("after: not a cursor of this listing")
+        before = cursors.id_after("healthChanges", after)
         rows = health_rows.changes(info.context.pool, self.id, limit=first + 1, before=before)
         edges = [HealthChangeEdge(cursor=cursors.encode("healthChanges", id=row.id),
                                   node=HealthChange.from_row(row)) for row in rows[:first]]

@@ -32,11 +32,11 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- Whether a pending delivery is held (by any of the above): making it due changes nothing, so
--- a replay neither expedites it nor counts it, and the queue's age leaves it out.
+-- a replay neither expedites it nor counts it. The rule above, asked only whether it holds.
 CREATE OR REPLACE FUNCTION pending_is_held(config_id text, next_attempt_at timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT next_attempt_at IS NULL
-        OR EXISTS (SELECT 1 FROM config_health h
-                   WHERE h.config_id = pending_is_held.config_id
-                     AND (h.paused_at IS NOT NULL OR h.circuit <> 'closed'))
+    SELECT EXISTS (SELECT 1
+                   FROM delivery_hold('pending', pending_is_held.config_id,
+                                      pending_is_held.next_attempt_at, NULL, NULL) hold
+                   WHERE hold.held_by IS NOT NULL)
 $$;

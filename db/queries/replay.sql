@@ -84,12 +84,13 @@ WHERE replay_requests.created_at <= now() - make_interval(secs => %(ttl)s)
 RETURNING idempotency_key
 
 -- replay_listed_deliveries --
--- Replay the failed and expedite the pending deliveries among the given ids (a page a filter listed), but for pending ones something holds back; return each id with the action taken (null: skipped), its status, whether its config is active and whether it is held
+-- Replay the failed and expedite the pending deliveries among the given ids (a page a filter listed), but for pending ones something holds back; return each id with the action taken (null: skipped), its status, whether its config is active and what holds it
 WITH page AS (
-    SELECT id, config_id, status,
-           status = 'pending' AND pending_is_held(config_id, next_attempt_at) AS held
-    FROM deliveries
-    WHERE id = ANY (%(ids)s::bigint[])
+    SELECT d.id, d.config_id, d.status, hold.held_by, hold.held_until, hold.held_behind
+    FROM deliveries d
+    LEFT JOIN LATERAL delivery_hold(d.status, d.config_id, d.next_attempt_at, d.ordering_key,
+                                    d.sequence) hold ON true
+    WHERE d.id = ANY (%(ids)s::bigint[])
 ),
 configs_now AS (
     -- Configs first, then deliveries: the order a deactivation locks them in.
@@ -115,7 +116,7 @@ wake AS (
     SELECT notify_deliveries_due() FROM (SELECT 1 FROM replayed LIMIT 1) r
 )
 SELECT p.id, r.action, p.status, p.config_id IN (SELECT id FROM configs_now) AS config_active,
-       p.held, (SELECT count(*) FROM wake) AS woken
+       p.held_by, p.held_until, p.held_behind, (SELECT count(*) FROM wake) AS woken
 FROM page p
 LEFT JOIN replayed r ON r.id = p.id
 ORDER BY p.id DESC

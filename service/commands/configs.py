@@ -11,6 +11,7 @@ from service.commands.local_api import (
     ApiFailure,
     LocalApi,
     add_output_flag,
+    ago,
     config_id,
     instant,
     print_json,
@@ -106,8 +107,7 @@ def _last_failure(health: dict) -> str | None:
     """The last retryable failure with when it happened, or None."""
     if health["lastFailure"] is None:
         return None
-    when = instant(health["lastFailureAt"]).split(" (")[1].rstrip(")") \
-        if health["lastFailureAt"] else "when unknown"
+    when = ago(health["lastFailureAt"]) if health["lastFailureAt"] else "when unknown"
     return f"{when}: {health['lastFailure']}"
 
 

@@ -17,6 +17,7 @@ from service.commands.local_api import (
     print_json,
     print_table,
     run_command,
+    utc,
 )
 from service.commands.registry import EXIT_OK, command
 from service.commands.setting_flags import DATABASE_ONLY, add_arguments
@@ -81,7 +82,7 @@ def held_by(hold: dict | None) -> str | None:
         return None
     word = HeldBy[hold["by"]].value.replace("_", " ")
     if hold["until"]:
-        return f"{word} until {instant(hold['until']).split(' ')[0]}"
+        return f"{word} until {utc(hold['until'])}"
     if hold["behind"]:
         return f"{word} (behind {hold['behind']})"
     return word
@@ -138,8 +139,6 @@ def _list(api: LocalApi, args: argparse.Namespace) -> int:
 
 def _show(api: LocalApi, args: argparse.Namespace) -> int:
     delivery = api.run(SHOW, {"id": _delivery_id(api, args.id)})["delivery"]
-    if delivery is None:
-        raise ApiFailure(NOT_FOUND, f"delivery {args.id} not found")
     if args.json:
         print_json(delivery)
         return EXIT_OK

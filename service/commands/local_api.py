@@ -171,8 +171,12 @@ def instant(iso: str | None) -> str:
     `2026-12-04T19:30:05Z (3m5s ago)`; `-` for none."""
     if iso is None:
         return "-"
-    moment = datetime.fromisoformat(iso).astimezone(UTC)
-    return f"{moment.strftime('%Y-%m-%dT%H:%M:%SZ')} ({ago(iso)})"
+    return f"{utc(iso)} ({ago(iso)})"
+
+
+def utc(iso: str) -> str:
+    """Return an instant as ISO 8601 in UTC to the second: `2026-12-04T19:30:05Z`."""
+    return datetime.fromisoformat(iso).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def ago(iso: str | None) -> str:

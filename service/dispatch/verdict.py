@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from datetime import datetime
 
 from db.deliveries import AttemptResult, Claimed
 from db.vocabulary import AttemptOutcome, Status, Verdict
 from service.dispatch.sender import Response
-from service.policy.backoff import RetryPolicy, next_step
+from service.policy.backoff import RetryPolicy, budget_spent, next_step
 from service.policy.classify import (
     DEFAULT_RETRYABLE,
     FAIL,
@@ -99,19 +98,11 @@ def interrupted(claimed: Claimed, response: Response, *, max_attempts: int) -> A
     so no backoff applies.
     """
     attempt_number = claimed.attempt_count + 1
-    if attempt_number >= max_attempts:
-        why = (f"{response.error}; retry budget exhausted: {max_attempts} attempts "
-               "(WEBHOOKS_MAX_ATTEMPTS)")
-        return replace(_interrupted(claimed, response), next_status=Status.FAILED,
-                       next_delay=None, last_error=why)
-    return _interrupted(claimed, response)
-
-
-def _interrupted(claimed: Claimed, response: Response) -> AttemptResult:
+    spent = attempt_number >= max_attempts
     return AttemptResult(
         delivery_id=claimed.id,
         token=claimed.token,
-        attempt_number=claimed.attempt_count + 1,
+        attempt_number=attempt_number,
         replay_generation=claimed.replay_generation,
         endpoint=claimed.endpoint,
         outcome=response.outcome,
@@ -119,10 +110,11 @@ def _interrupted(claimed: Claimed, response: Response) -> AttemptResult:
         duration_ms=round(response.duration * 1000),
         response_excerpt=None,
         error=response.error,
-        next_status=Status.PENDING,
-        next_delay=0.0,
+        next_status=Status.FAILED if spent else Status.PENDING,
+        next_delay=None if spent else 0.0,
         next_backoff=claimed.last_backoff,
-        last_error=response.error,
+        last_error=f"{response.error}; {budget_spent(max_attempts)}" if spent
+        else response.error,
     )
 
 

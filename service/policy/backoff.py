@@ -107,6 +107,11 @@ class NextStep:
     backoff: float | None = None  # the policy's delay before Retry-After; the next `previous`
 
 
+def budget_spent(max_attempts: int) -> str:
+    """Say why a delivery whose generation made `max_attempts` attempts is not retried."""
+    return f"retry budget exhausted: {max_attempts} attempts (WEBHOOKS_MAX_ATTEMPTS)"
+
+
 def next_step(
     policy: RetryPolicy,
     *,
@@ -122,8 +127,7 @@ def next_step(
     which decorrelated jitter grows; the other algorithms ignore it.
     """
     if attempts_made >= policy.max_attempts:
-        reason = f"retry budget exhausted: {policy.max_attempts} attempts (WEBHOOKS_MAX_ATTEMPTS)"
-        return NextStep(retry=False, delay=None, reason=reason)
+        return NextStep(retry=False, delay=None, reason=budget_spent(policy.max_attempts))
     delay = compute_backoff(
         attempts_made,
         base=policy.min_backoff,

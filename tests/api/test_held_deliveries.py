@@ -87,7 +87,7 @@ def test_the_bulk_dry_run_counts_only_what_a_replay_would_change(api, make):
     assert result["expedited"] == [str(sendable)]
     assert result["replayed"] == [str(failed_of_paused)]
     assert [s["deliveryId"] for s in result["skipped"]] == [str(held)]
-    assert "held" in result["skipped"][0]["reason"]
+    assert "held by its config's pause" in result["skipped"][0]["reason"]
 
 
 def test_the_queue_age_counts_only_deliveries_that_could_be_sent_now(make):
