@@ -296,12 +296,25 @@ def deactivate(pool: ConnectionPool, id: str, *, reason: str = "deactivated by a
     transaction."""
     with pool.transaction() as cursor:
         health.act_as(cursor, actor, reason)
-        cursor.execute(QUERIES["set_config_active"], {"id": id, "active": False})
-        row = as_dict(cursor)
-        config = _found(_without_changed(row), id)
-        if not row["changed"]:
-            return ConfigChange(config, 0, changed=False)
-        return ConfigChange(config, _cancel_pending(cursor, id, reason))
+        change = deactivate_in(cursor, id)
+        if change.changed:
+            health.note_reason(cursor, id, reason)
+        return change
+
+
+def deactivate_in(cursor: Any, id: str) -> ConfigChange:
+    """In the caller's transaction (whose actor and reason are set): mark a config inactive
+    and cancel its pending deliveries. The caller then notes the reason on its health row
+    (`health.note_reason`) if it changed: the deliveries before the health row, since a claim
+    holds the deliveries it is taking and then waits for the health row, so the other order
+    would deadlock with it."""
+    cursor.execute(QUERIES["set_config_active"], {"id": id, "active": False})
+    row = as_dict(cursor)
+    config = _found(_without_changed(row), id)
+    if not row["changed"]:
+        return ConfigChange(config, 0, changed=False)
+    cursor.execute(QUERIES["cancel_pending_deliveries_of_config"], {"id": id})
+    return ConfigChange(config, cursor.rowcount)
 
 
 def delete(pool: ConnectionPool, id: str, *, actor: str | None = None) -> ConfigChange:
@@ -311,7 +324,10 @@ def delete(pool: ConnectionPool, id: str, *, actor: str | None = None) -> Config
         health.act_as(cursor, actor, reason)
         cursor.execute(QUERIES["delete_config"], {"id": id})
         config = _found(as_dict(cursor), id)
-        return ConfigChange(config, _cancel_pending(cursor, id, reason))
+        cursor.execute(QUERIES["cancel_pending_deliveries_of_config"], {"id": id})
+        change = ConfigChange(config, cursor.rowcount)
+        health.note_reason(cursor, id, reason)  # last: see deactivate_in
+        return change
 
 
 def rotate_secret(
@@ -331,18 +347,6 @@ def rotate_secret(
              "keep": MAX_PREVIOUS_SECRETS},
         )
         return _found(as_dict(cursor), id), secret
-
-
-def _cancel_pending(cursor: Any, id: str, reason: str) -> int:
-    """Cancel the config's pending deliveries and record why; return how many.
-
-    The deliveries first, the health row after: a claim holds the deliveries it is taking
-    and then waits for the health row, so the other order would deadlock with it.
-    """
-    cursor.execute(QUERIES["cancel_pending_deliveries_of_config"], {"id": id})
-    cancelled = cursor.rowcount
-    health.note_reason(cursor, id, reason)
-    return cancelled
 
 
 def _without_changed(row: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from db import health
+from db import configs, health
 from db.errors import NotEligible, NotFound, Raced
 from db.filters import DeliveryFilter
 from db.health import HealthRules, Settled, Transition
@@ -147,7 +147,47 @@ def record_and_settle(pool: ConnectionPool, results: Sequence[AttemptResult],
     transitions. A late result of a recovered claim moves nothing and settles nothing."""
     if not results:
         return [], []
-    params = {
+    with pool.statement() as cursor:
+        cursor.execute_prepared("record_and_settle", _record_params(results, rules),
+                                flush_later=True)
+        cursor.wait_for_flush()  # recorded only once on disk
+        return _recorded(as_dicts(cursor))
+
+
+def record_and_deactivate(pool: ConnectionPool, results: Sequence[AttemptResult],
+                          rules: HealthRules, *, gone: Collection[str], reason: str
+                          ) -> tuple[list[Moved], list[Transition], dict[str, int]]:
+    """Record the attempts as `record_and_settle` does and, in the same transaction,
+    deactivate the configs `gone` (an answer among `results` said their endpoint is gone for
+    good): the answer and the deactivation it causes are committed together or not at all.
+    A result of a `gone` config that failed for good stays failed; its other results are
+    cancelled with its pending deliveries. Return also, for each config deactivated now, how
+    many pending deliveries it cancelled (one found inactive or deleted is left out).
+
+    The configs and their pending deliveries first, the attempts and health rows after, the
+    reason on the health rows last: a claim holds the deliveries it is taking and then waits
+    for the health rows, in config id order, as the record does."""
+    deactivated: dict[str, int] = {}
+    with pool.transaction() as cursor:
+        health.act_as(cursor, None, reason)
+        for config_id in sorted(gone):
+            try:
+                change = configs.deactivate_in(cursor, config_id)
+            except NotFound:
+                continue  # deleted meanwhile: inactive already
+            if change.changed:
+                deactivated[config_id] = change.cancelled
+        cursor.execute_prepared("record_and_settle",
+                                _record_params(results, rules, gone=deactivated))
+        moved, transitions = _recorded(as_dicts(cursor))
+        for config_id in deactivated:
+            health.note_reason(cursor, config_id, reason)
+    return moved, transitions, deactivated
+
+
+def _record_params(results: Sequence[AttemptResult], rules: HealthRules, *,
+                   gone: Collection[str] = ()) -> dict[str, Any]:
+    return {
         "ids": [r.delivery_id for r in results],
         "tokens": [str(r.token) for r in results],
         "attempt_numbers": [r.attempt_number for r in results],
@@ -167,12 +207,12 @@ def record_and_settle(pool: ConnectionPool, results: Sequence[AttemptResult],
         "request_headers": [None if r.request_headers is None
                             else json.dumps(r.request_headers, separators=(",", ":"))
                             for r in results],
+        "gone": list(gone),
         **rules.params(),
     }
-    with pool.statement() as cursor:
-        cursor.execute_prepared("record_and_settle", params, flush_later=True)
-        cursor.wait_for_flush()  # recorded only once on disk
-        rows = as_dicts(cursor)
+
+
+def _recorded(rows: list[dict[str, Any]]) -> tuple[list[Moved], list[Transition]]:
     moved = [_moved(row, token=uuid.UUID(str(row["claim_token"])))
              for row in rows if row["kind"] == "moved"]
     return moved, health.transitions([row for row in rows if row["kind"] == "settled"])

@@ -167,7 +167,7 @@ WHERE claim_counted((SELECT count(DISTINCT config_id) FROM claimed),
                     (SELECT count(*) FROM counted))
 
 -- record_and_settle --
--- Append one attempt per result (once per claim: a result recorded again adds nothing), move each delivery still claimed with the given token to its next state (a non-2xx result of an inactive config becomes cancelled), and settle the configs' in-flight counts and circuit breakers with the verdicts of the claims that moved; return the deliveries that changed (kind 'moved') and every config settled (kind 'settled')
+-- Append one attempt per result (once per claim: a result recorded again adds nothing), move each delivery still claimed with the given token to its next state (a non-2xx result of an inactive config becomes cancelled, but a final failure of a config this transaction deactivates, `gone`, stays failed), and settle the configs' in-flight counts and circuit breakers with the verdicts of the claims that moved; return the deliveries that changed (kind 'moved') and every config settled (kind 'settled')
 --
 -- One statement, run on its own (autocommit): the health rows it locks last are released as
 -- it ends, with no round trip to the worker between them and the commit, so the claims of
@@ -216,7 +216,9 @@ configs_now AS (
 ),
 moved AS (
     UPDATE deliveries d
-    SET status = CASE WHEN r.next_status = 'succeeded' OR c.active THEN r.next_status
+    SET status = CASE WHEN r.next_status = 'succeeded' OR c.active
+                           OR (r.next_status = 'failed' AND c.id = ANY(%(gone)s::text[]))
+                      THEN r.next_status
                       ELSE 'cancelled' END,
         attempt_count = d.attempt_count + 1,
         next_attempt_at = CASE WHEN r.next_status = 'pending' AND c.active

@@ -3,7 +3,8 @@
 The recorder writes every finished attempt and its state change in one set-based statement,
 which also settles the configs' in-flight counts and circuit breakers. A batch the database
 refuses is stored in halves until the refused result stands alone; that one is stored
-without the text its endpoint sent. A config whose endpoint answers 410 Gone is deactivated.
+without the text its endpoint sent. A config whose endpoint answers 410 Gone is deactivated
+in the transaction that records the answer.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import replace
 import gevent
 import gevent.queue
 
-from db import configs, deliveries
+from db import deliveries
 from db.deliveries import AttemptResult, Claimed, Moved
 from db.errors import DatabaseError, DatabaseUnavailable, InvalidData, StatementCancelled
 from db.health import HealthRules, Transition
@@ -43,6 +44,10 @@ _STOP = object()
 ClaimKey = tuple[int, uuid.UUID]  # a delivery id and the token of the claim on it
 # A finished send: the claim, the response, and the result to record (None: the send crashed).
 Finished = tuple[Claimed, Response | None, AttemptResult | None]
+Done = tuple[Claimed, Response, AttemptResult]
+# What recording a batch did: the deliveries moved, the circuits changed, and the configs
+# deactivated for answering 410 Gone, with the pending deliveries each cancelled.
+Stored = tuple[list[Moved], list[Transition], dict[str, int]]
 
 
 class Recorder:
@@ -94,7 +99,7 @@ class Recorder:
             self.release(crashed, reason="attempt crashed")
         if not done:
             return
-        moved, transitions = self._store(done, deadline=deadline)
+        moved, transitions, deactivated = self._store(done, deadline=deadline)
         circuit.report(transitions, self.telemetry)
         states = {(m.id, m.token): m for m in moved}
         self.telemetry.attempts((r.outcome, r.status_code, r.duration) for _, r, _ in done)
@@ -113,8 +118,11 @@ class Recorder:
                 log.log(level, "attempt", extra={**_fields(claimed, result),
                                                  "status": state.status,
                                                  "next_attempt_at": state.next_attempt_at})
-        self._deactivate_gone({claimed.config_id for claimed, _, result in done
-                               if result.status_code == GONE and claimed.config_active})
+        for config_id, cancelled in deactivated.items():
+            self.telemetry.config_deactivated("gone")
+            self.telemetry.transition(Status.PENDING, Status.CANCELLED, cancelled)
+            log.warning("config deactivated", extra={
+                "config_id": config_id, "reason": GONE_REASON, "cancelled_deliveries": cancelled})
 
     def release(self, claims: list[Claimed], *, reason: str,
                 deadline: float | None = None) -> None:
@@ -136,59 +144,49 @@ class Recorder:
             log.info("claims handed back", extra={"deliveries": len(handed.moved),
                                                   "reason": reason})
 
-    def _record_and_settle(self, pool: ConnectionPool, results: list[AttemptResult]):
-        return deliveries.record_and_settle(pool, results, self.rules)
+    def _record_and_settle(self, pool: ConnectionPool, done: list[Done]) -> Stored:
+        """Record `done`; a config whose endpoint answered 410 Gone among them is deactivated
+        in the same transaction."""
+        results = [result for _, _, result in done]
+        gone = {claimed.config_id for claimed, _, result in done
+                if result.status_code == GONE and claimed.config_active}
+        if gone:
+            return deliveries.record_and_deactivate(pool, results, self.rules, gone=gone,
+                                                    reason=GONE_REASON)
+        return (*deliveries.record_and_settle(pool, results, self.rules), {})
 
     def _release_claims(self, pool: ConnectionPool, claims: list[ClaimKey]):
         return deliveries.release(pool, claims, self.rules)
 
-    def _deactivate_gone(self, config_ids: set[str]) -> None:
-        """Deactivate the configs whose endpoint answered 410 Gone, saying why."""
-        for config_id in sorted(config_ids):
-            try:
-                change = configs.deactivate(self.pool, config_id, reason=GONE_REASON)
-            except Exception:
-                log.exception("could not deactivate a config whose endpoint is gone; the next "
-                              "410 tries again", extra={"config_id": config_id})
-                continue
-            if not change.changed:
-                continue  # another result of its endpoint said so first
-            self.telemetry.config_deactivated("gone")
-            self.telemetry.transition(Status.PENDING, Status.CANCELLED, change.cancelled)
-            log.warning("config deactivated", extra={
-                "config_id": config_id, "reason": GONE_REASON,
-                "cancelled_deliveries": change.cancelled})
-
-    def _store(self, done: list[tuple[Claimed, Response, AttemptResult]], *,
-               deadline: float | None = None) -> tuple[list[Moved], list[Transition]]:
+    def _store(self, done: list[Done], *, deadline: float | None = None) -> Stored:
         """Record `done` in one statement, or in halves until each result the database refuses
         stands alone; such a result is recorded without the text the endpoint sent. A batch
         whose statement the server keeps cancelling (statement_timeout) is recorded in halves
         too; a single result that still cannot be recorded is left to the stale-claim sweep.
-        Return the moves and the circuit transitions the results caused."""
+        Return the moves, circuit transitions and deactivations the results caused."""
         record = functools.partial(self._with_retries, self._record_and_settle,
                                    attempts=5 if deadline else None, deadline=deadline)
 
-        def alone(finished: tuple[Claimed, Response, AttemptResult], error: Exception
-                  ) -> tuple[list[Moved], list[Transition]]:
-            claimed, _, result = finished
+        def alone(finished: Done, error: Exception) -> Stored:
+            claimed, response, result = finished
             if isinstance(error, StatementCancelled):
                 log.error("recording an attempt was cancelled every time; its claim will be "
                           "recovered", extra={**_fields(claimed, result), "error": str(error)})
-                return [], []
+                return [], [], {}
             log.error("attempt could not be stored as is; recording it without the "
                       "endpoint's text", extra={**_fields(claimed, result), "error": str(error)})
             try:
-                return record([_without_endpoint_text(result)])
+                return record([(claimed, response, _without_endpoint_text(result))])
             except InvalidData:
                 log.exception("attempt could not be stored; its claim will be recovered",
                               extra={"delivery_id": claimed.id})
-                return [], []
+                return [], [], {}
 
-        parts = store_in_halves(done, lambda part: record([result for _, _, result in part]),
-                                refused=(StatementCancelled, InvalidData), alone=alone)
-        return ([moved for part, _ in parts for moved in part],
-                [transition for _, part in parts for transition in part])
+        parts = store_in_halves(done, record, refused=(StatementCancelled, InvalidData),
+                                alone=alone)
+        return ([moved for part, _, _ in parts for moved in part],
+                [transition for _, part, _ in parts for transition in part],
+                {id: n for _, _, part in parts for id, n in part.items()})
 
     def _with_retries(self, operation, argument, *, attempts: int | None = None,
                       deadline: float | None = None):
