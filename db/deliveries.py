@@ -52,6 +52,7 @@ class Claimed:
     token: uuid.UUID
     probe: bool = False  # the one attempt that tests an open circuit
     max_in_flight: int | None = None  # the config's own cap, if it has one (all workers)
+    rate_per_second: float | None = None  # the config's rate, if it has one (all workers)
     source: str = "api"  # where the event came from: api, kafka or backfill
     message_key: bytes | None = field(default=None, repr=False)  # a Kafka message's key
     config_version: int = 0  # the config's version when it was claimed (config_versions)

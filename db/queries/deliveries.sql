@@ -104,7 +104,8 @@ claimed AS (
     WHERE d.id = picked.id AND h.config_id = picked.config_id
     RETURNING d.id, d.event_id, d.config_id, d.attempt_count, d.replay_generation,
               d.generation_started_at, d.last_backoff_seconds, d.webhook_id,
-              h.circuit = 'open' AS probe, h.max_in_flight, h.version AS config_version,
+              h.circuit = 'open' AS probe, h.max_in_flight, h.rate_per_second,
+              h.version AS config_version,
               d.sequence, d.ordering_key
 ),
 locked AS MATERIALIZED (
@@ -154,7 +155,8 @@ SELECT d.id, d.event_id, e.type AS event_type, e.payload::text AS payload, e.occ
              ORDER BY previous.position) AS previous_secrets,
        d.attempt_count, d.replay_generation, d.generation_started_at,
        d.last_backoff_seconds AS last_backoff, now() AS claimed_at, d.webhook_id,
-       e.trace_parent, e.trace_state, d.probe, d.max_in_flight, e.source, e.message_key,
+       e.trace_parent, e.trace_state, d.probe, d.max_in_flight, d.rate_per_second, e.source,
+       e.message_key,
        d.config_version,
        -- an ordered config's requests say the key and its place (webhook-sequence)
        CASE WHEN c.ordering = 'per_key' THEN d.sequence END AS sequence,

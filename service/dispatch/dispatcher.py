@@ -39,6 +39,7 @@ from service.dispatch.sender import Sender
 from service.dispatch.verdict import interrupted, interruption, judge
 from service.policy.backoff import RetryPolicy, pause_after
 from service.policy.claim_age import HOLD, may_send
+from service.policy.pacing import Pacer
 from service.runtime.telemetry import Telemetry
 
 log = logging.getLogger("webhooks.dispatcher")
@@ -75,6 +76,7 @@ class Dispatcher:
         self.inflight: dict[ClaimKey, Claimed] = {}
         # Claimed deliveries waiting for a send slot, and the sends under way, by config.
         self._queue: SendQueue[Claimed] = SendQueue(self.capacity, self.rules.cap)
+        self._pacer = Pacer()  # spaces the sends of rate-limited configs
         self._started_at: dict[ClaimKey, float] = {}
         self._posting: dict[ClaimKey, float] = {}  # sends under way, by monotonic start time
         self._sends = gevent.pool.Group()
@@ -234,14 +236,19 @@ class Dispatcher:
 
     def _fill(self) -> None:
         """Start waiting deliveries while send slots are free (and work is still taken),
-        in turn across configs, none beyond its config's share of the slots; hand back those
-        that waited so long that their claim could go stale before their result is recorded."""
+        in turn across configs, none beyond its config's share of the slots, a rate-limited
+        config's sends spaced by its rate (the wait holds the send slot); hand back those
+        that waited, or would wait for the rate, so long that their claim could go stale
+        before their result is recorded."""
         overdue = []
         while self._claiming and (item := self._queue.take()) is not None:
-            age = time.monotonic() - self._started_at[claim_key(item)]
-            if may_send(age, http_timeout=self.settings.http_timeout,
+            now = time.monotonic()
+            age = now - self._started_at[claim_key(item)]
+            pace = self._pacer.wait(item.config_id, item.rate_per_second, now)
+            if may_send(age + pace, http_timeout=self.settings.http_timeout,
                         claim_timeout=self.settings.claim_timeout):
-                self._sends.spawn(self._attempt, item)
+                self._pacer.reserve(item.config_id, item.rate_per_second, now)
+                self._sends.spawn(self._attempt, item, pace)
             else:
                 self._queue.done(item.config_id)
                 overdue.append(item)
@@ -272,9 +279,11 @@ class Dispatcher:
 
     # -- sending ----------------------------------------------------------------------------
 
-    def _attempt(self, claimed: Claimed) -> None:
-        self._posting[claim_key(claimed)] = time.monotonic()
+    def _attempt(self, claimed: Claimed, pace: float = 0.0) -> None:
         try:
+            if pace:
+                gevent.sleep(pace)  # the config's rate: this worker's previous send was just now
+            self._posting[claim_key(claimed)] = time.monotonic()
             result = self._send(claimed)
             self._posting.pop(claim_key(claimed), None)
             self.recorder.put(result)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import time
@@ -238,6 +239,39 @@ def test_an_endpoint_answering_410_gone_deactivates_its_config(make, receiver_fa
     assert make.row(ids[0])["status"] == "failed"
     assert "cancelled" in {make.row(id)["status"] for id in ids}
     assert worker_metric(worker, "webhooks_configs_deactivated_total", reason="gone") == 1
+
+
+def test_rate_limited_deliveries_that_queued_in_a_worker_still_go_at_the_rate(
+        make, receiver_factory, start_worker):
+    """Claimed at the rate, they wait behind a hung config's sends for the worker's send
+    slots; once the slots free, they go out one interval apart, not together."""
+    release = gevent.event.Event()
+    hung = receiver_factory(lambda request: (release.wait(PATIENCE), Reply())[1])
+    arrivals: list[float] = []
+
+    def respond(request):
+        arrivals.append(time.monotonic())
+        return Reply()
+
+    limited = receiver_factory(respond)
+    make.config(hung.url, event_types=["hung"])
+    rate = 5.0
+    config = make.config(limited.url, event_types=["limited"], rate_per_second=rate)
+    start_worker(dispatch_concurrency=2, endpoint_concurrency=2)
+    make.event(type="hung")
+    make.event(type="hung")
+    hung.wait_for(2)  # both send slots taken
+    ids = [make.event(type="limited")[1][0] for _ in range(4)]
+    wait_until(lambda: make.count("SELECT count(*) FROM deliveries WHERE config_id = %s AND "
+                                  "status = 'delivering'", (config.id,)) >= 2)
+    release.set()
+    wait_until(lambda: _delivered(make, *ids))
+    assert len(arrivals) == len(ids)
+    # Spaced when they start; an arrival is later by the request's own latency, which
+    # varies on a busy machine: no two together, and the rate over the whole run.
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+    assert min(gaps) >= 0.5 / rate, gaps
+    assert arrivals[-1] - arrivals[0] >= 0.9 * (len(ids) - 1) / rate, gaps
 
 
 def test_a_rate_limit_holds_across_workers(make, receiver_factory, start_worker):
