@@ -5,7 +5,9 @@ so long it could go stale before its result is recorded goes back unsent too."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import logging
 
 import gevent
 import gevent.event
@@ -19,6 +21,7 @@ from tests.receivers import Reply
 
 SHARE = 2  # requests of the config the worker sends at once; it holds three shares
 HELD = 3 * SHARE
+ANSWER = 3.0  # seconds each answer takes in the test of claims that waited too long
 
 
 def _open_circuit(make, config_id: str) -> None:
@@ -92,15 +95,22 @@ def test_what_waits_to_be_sent_goes_back_unsent_once_its_config_changed(
 
 
 def test_claims_that_waited_too_long_to_be_sent_go_back_and_nothing_is_sent_twice(
-        make, settings, receiver_factory):
+        make, settings, receiver_factory, caplog):
     """Settings the validation refuses (a claim timeout shorter than three HTTP timeouts),
     to reach what it guards against: claims waiting behind slow sends long enough to be
-    recovered by another worker while they are sent. They go back unsent instead."""
-    receiver = receiver_factory(lambda request: Reply(200, delay=3.5))
+    recovered by another worker while they are sent. They go back unsent instead.
+
+    Each answer takes ANSWER seconds. A claim may be sent while younger than 7.5 - 4 - 2 =
+    1.5 s, so only the first of the three shares a worker holds goes; sent unguarded, the
+    third would start after two rounds (6 s) and end after the claim went stale (7.5 s),
+    while another worker sends it again."""
+    caplog.set_level(logging.WARNING, logger="webhooks.dispatcher")
+    receiver = receiver_factory(lambda request: Reply(200, delay=ANSWER))
     make.config(endpoint=receiver.url)
-    ids = [make.event()[1][0] for _ in range(150)]
-    loose = dataclasses.replace(settings, http_timeout=4.0, claim_timeout=6.5,
-                                recovery_period=0.5, listen_notify=False)
+    ids = [make.event()[1][0] for _ in range(4 * HELD)]
+    loose = dataclasses.replace(settings, http_timeout=4.0, claim_timeout=7.5,
+                                recovery_period=0.5, listen_notify=False,
+                                endpoint_concurrency=SHARE)
     workers = [Worker(loose) for _ in range(2)]
     for worker in workers:
         worker.start()
@@ -110,5 +120,13 @@ def test_claims_that_waited_too_long_to_be_sent_go_back_and_nothing_is_sent_twic
     finally:
         for worker in workers:
             worker.stop()
-    webhook_ids = [request.headers["webhook-id"] for request in receiver.requests]
-    assert len(webhook_ids) == len(set(webhook_ids)) == len(ids)
+    assert any("waited too long to be sent" in r.getMessage() for r in caplog.records)
+    sent = collections.Counter(request.headers["webhook-id"] for request in receiver.requests)
+    for id in ids:
+        outcomes = [attempt["outcome"] for attempt in make.attempts(id)]
+        # Each request is a recorded attempt, and a delivery reaches the receiver again only
+        # as the retry of a send its worker gave up on (an answer slower than the timeout,
+        # on a busy machine), never while a send of it is under way elsewhere.
+        assert sent[make.row(id)["webhook_id"]] == len(outcomes), outcomes
+        assert outcomes[-1] == "success" and set(outcomes[:-1]) <= {"timeout"}, outcomes
+    assert sum(sent.values()) == sum(len(make.attempts(id)) for id in ids)
