@@ -34,6 +34,13 @@ hypothesis_settings.load_profile("busy-machine")
 NOT_RUN = "tests NOT run"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def audit_trail_kept_apart(tmp_path_factory) -> None:
+    """The commands append their audit lines under $XDG_STATE_HOME: the tests' own directory,
+    never the home of whoever runs them (the processes tests start inherit it)."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+
+
 def pytest_collection_modifyitems(items) -> None:
     """Run the long proofs (marked slow) first: spread over workers, a run then ends with
     short tests instead of waiting for one long one that started last."""

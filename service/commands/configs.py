@@ -19,7 +19,7 @@ from service.commands.local_api import (
     run_command,
 )
 from service.commands.registry import EXIT_OK, command
-from service.commands.setting_flags import DATABASE_ONLY, add_arguments
+from service.commands.setting_flags import OPERATOR_COMMAND, add_arguments
 from service.runtime.settings import Settings
 
 LIST = """query ($filter: ConfigFilter) {
@@ -75,11 +75,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                              "succeeds or is skipped; no: the key moves on")
     for action in (listing, pause, resume, history, update):
         add_output_flag(action)
-        add_arguments(action, DATABASE_ONLY)
+        add_arguments(action, OPERATOR_COMMAND)
 
 
 @command("configs", "list, pause, resume or update configs (same rules as the API)", _arguments,
-         settings=DATABASE_ONLY)
+         settings=OPERATOR_COMMAND)
 def run_configs(args: argparse.Namespace, settings: Settings) -> int:
     body = {"list": _list, "update": _update, "history": _history}.get(args.action, _change)
     return run_command("configs", settings, lambda api: body(api, args))

@@ -20,7 +20,7 @@ from service.commands.local_api import (
     utc,
 )
 from service.commands.registry import EXIT_OK, command
-from service.commands.setting_flags import DATABASE_ONLY, add_arguments
+from service.commands.setting_flags import OPERATOR_COMMAND, add_arguments
 from service.runtime.settings import Settings
 
 LIST = """query ($filter: DeliveryFilter, $first: Int, $after: String, $orderBy: DeliveryOrder!) {
@@ -63,11 +63,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                       help="the delivery's number, or the webhook-id its receiver logged (msg_…)")
     for action in (listing, show):
         add_output_flag(action)
-        add_arguments(action, DATABASE_ONLY)
+        add_arguments(action, OPERATOR_COMMAND)
 
 
 @command("deliveries", "list deliveries or show one (same rules as the API)", _arguments,
-         settings=DATABASE_ONLY)
+         settings=OPERATOR_COMMAND)
 def run_deliveries(args: argparse.Namespace, settings: Settings) -> int:
     return run_command("deliveries", settings,
                        lambda api: (_list if args.action == "list" else _show)(api, args))

@@ -18,7 +18,7 @@ from db.errors import NotFound
 from db.migrate import migrate
 from db.pool import ConnectionPool
 from service.commands.registry import EXIT_FAILED, EXIT_OK, EXIT_USAGE, command
-from service.commands.setting_flags import all_but
+from service.commands.setting_flags import SERVER_EXCLUDED, all_but
 from service.local.kafka import LocalKafka, LocalKafkaError, LocalKafkaNotInstalled, tansu_binary
 from service.local.postgres import (
     LocalPostgres,
@@ -50,7 +50,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 @command("dev", "run everything in one process on an embedded PostgreSQL", _arguments,
          # dev runs its own database and serves no separate metrics port
          settings=all_but("database_url", "metrics_port", "startup_timeout",
-                          "web_concurrency"))
+                          "web_concurrency", *SERVER_EXCLUDED))
 def run_dev(args: argparse.Namespace, settings: Settings) -> int:
     configure(settings.log_level)
     try:  # the servers ship in the dev extra: say what to install before anything starts

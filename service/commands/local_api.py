@@ -75,7 +75,7 @@ def run_command(name: str, settings: Settings,
                 body: Callable[[LocalApi], int]) -> int:
     """Run `body` with a LocalApi; report an API refusal on stderr and return its exit code."""
     try:
-        with audit_lines(), local_api(settings, name) as api:
+        with audit_lines(settings.audit_log), local_api(settings, name) as api:
             return body(api)
     except ApiFailure as failure:
         print(f"webhooks {name}: {failure} ({failure.code})", file=sys.stderr)

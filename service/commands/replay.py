@@ -18,7 +18,7 @@ from service.commands.local_api import (
 )
 from service.commands.progress import Progress
 from service.commands.registry import EXIT_OK, command
-from service.commands.setting_flags import DATABASE_ONLY
+from service.commands.setting_flags import OPERATOR_COMMAND
 from service.runtime.settings import Settings
 
 ONE = """mutation ($id: ID!) {
@@ -45,7 +45,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 @command("replay", "replay a failed (or expedite a pending) delivery, or all those of a "
                    "filter; bulk replays need --since or --created-after", _arguments,
-         settings=DATABASE_ONLY)
+         settings=OPERATOR_COMMAND)
 def run_replay(args: argparse.Namespace, settings: Settings) -> int:
     return run_command("replay", settings,
                        lambda api: _one(api, args) if args.id else _bulk(api, args))

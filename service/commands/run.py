@@ -8,7 +8,12 @@ import os
 import sys
 
 from service.commands.registry import EXIT_OK, command
-from service.commands.setting_flags import API_SETTINGS, WEB_ONLY_SETTINGS, all_but
+from service.commands.setting_flags import (
+    API_SETTINGS,
+    SERVER_EXCLUDED,
+    WEB_ONLY_SETTINGS,
+    all_but,
+)
 from service.policy.durations import format_duration
 from service.runtime import early_stop
 from service.runtime.heap import freeze_startup_objects
@@ -20,7 +25,7 @@ from service.worker import Worker
 
 
 @command("worker", "run the dispatcher, stale-claim recovery, retention and Kafka consumer",
-         settings=all_but(*WEB_ONLY_SETTINGS), warm_stop=True)
+         settings=all_but(*WEB_ONLY_SETTINGS, *SERVER_EXCLUDED), warm_stop=True)
 def run_worker(args: argparse.Namespace, settings: Settings) -> int:
     configure(settings.log_level)
     if not wait_for_database(settings.require_database_url(), settings.startup_timeout,

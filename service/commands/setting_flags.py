@@ -21,6 +21,10 @@ API_SETTINGS = ("database_url", "db_pool_size", "max_payload", "secret_rotation_
                 "allow_private_endpoints", "otlp_endpoint", "log_level")
 WEB_ONLY_SETTINGS = ("port", "web_concurrency", "secret_rotation_grace")
 DATABASE_ONLY = ("database_url",)  # commands that run the API's operations on the database
+# Commands that change things on an operator's behalf: the database, and where the audit
+# trail of the changes goes (the servers log theirs with the rest of their log).
+OPERATOR_COMMAND = ("database_url", "audit_log")
+SERVER_EXCLUDED = ("audit_log",)  # settings of the operator commands only
 
 
 def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str] | None = None) -> None:

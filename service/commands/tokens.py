@@ -13,7 +13,7 @@ from db.errors import InvalidInput, NotFound
 from graphql_schema import audit
 from graphql_schema.errors import code_for
 from service.commands.registry import EXIT_FAILED, EXIT_OK, EXIT_USAGE, command
-from service.commands.setting_flags import DATABASE_ONLY, add_arguments
+from service.commands.setting_flags import OPERATOR_COMMAND, add_arguments
 from service.policy.durations import parse_duration
 from service.runtime.logs import audit_lines, cli_actor
 from service.runtime.settings import Settings
@@ -35,16 +35,18 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     revoke = actions.add_parser("revoke", help="revoke a token by name")
     revoke.add_argument("name")
     for action in (create, listing, revoke):  # settings flags work after the action too
-        add_arguments(action, DATABASE_ONLY)
+        add_arguments(action, OPERATOR_COMMAND)
 
 
-@command("tokens", "create, list or revoke API tokens", _arguments, settings=DATABASE_ONLY)
+@command("tokens", "create, list or revoke API tokens", _arguments,
+         settings=OPERATOR_COMMAND)
 def run_tokens(args: argparse.Namespace, settings: Settings) -> int:
     pool = settings.connection_pool(size=1, application_name="webhooks-tokens")
     try:
         if args.action == "create":
             expires_in = _duration(args.expires_in)
-            _, plain = _audited("tokens create", {"token_name": args.name, "role": args.role},
+            _, plain = _audited(settings, "tokens create",
+                                {"token_name": args.name, "role": args.role},
                                 lambda: tokens.create(pool, name=args.name, role=args.role,
                                                       expires_in=expires_in))
             print(plain)
@@ -58,7 +60,7 @@ def run_tokens(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"{token.name}\t{token.role}\tcreated {token.created_at.isoformat()}"
                       f"\tlast used {used}\t{ends}")
         else:
-            _audited("tokens revoke", {"token_name": args.name},
+            _audited(settings, "tokens revoke", {"token_name": args.name},
                      lambda: tokens.revoke(pool, args.name))
             print(f"revoked {args.name}", file=sys.stderr)
         return EXIT_OK
@@ -72,9 +74,10 @@ def run_tokens(args: argparse.Namespace, settings: Settings) -> int:
         pool.close()
 
 
-def _audited(action: str, ids: dict[str, str], change: Callable[[], T]) -> T:
+def _audited(settings: Settings, action: str, ids: dict[str, str],
+             change: Callable[[], T]) -> T:
     """Make `change` and leave its audit line (the token's name, never the token)."""
-    with audit_lines():
+    with audit_lines(settings.audit_log):
         try:
             result = change()
         except Exception as error:

@@ -6,6 +6,7 @@ import contextlib
 import getpass
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -68,19 +69,44 @@ def cli_actor() -> str:
         return "cli:unknown"
 
 
+STDERR = "-"  # the audit log's name for standard error
+
+
+def audit_file(setting: str | None) -> str:
+    """Return where a command's audit lines go: the setting, or the user's state directory
+    ($XDG_STATE_HOME, by default ~/.local/state) when it is unset."""
+    if setting:
+        return setting
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                             ".local", "state")
+    return os.path.join(state, "webhooks", "audit.log")
+
+
 @contextlib.contextmanager
-def audit_lines(stream=None) -> Iterator[None]:
-    """Write the audit trail's lines to `stream` (stderr) as JSON while the block runs: a
-    command that changes something leaves its line, as the API does, without the rest of
-    the process's logging being set up."""
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter())
+def audit_lines(setting: str | None = None) -> Iterator[None]:
+    """Append the audit trail's lines, as JSON, to the audit file (`audit_file`) while the
+    block runs: a command that changes something leaves its line, as the API does, without
+    the rest of the process's logging being set up, and without mixing it into what the
+    command says to the person running it. A file that cannot be written is named on stderr
+    once, and the lines go to stderr instead: a change never goes unaudited."""
+    path = audit_file(setting)
     audit = logging.getLogger("webhooks.audit")
     level = audit.level
-    audit.addHandler(handler)
-    audit.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        audit.removeHandler(handler)
-        audit.setLevel(level)
+    with contextlib.ExitStack() as opened:
+        stream = sys.stderr
+        if path != STDERR:
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                stream = opened.enter_context(open(path, "a", encoding="utf-8"))
+            except OSError as error:
+                print(f"webhooks: cannot write the audit log {path} ({error.strerror}); its "
+                      "lines go to standard error", file=sys.stderr)
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(JsonFormatter())
+        audit.addHandler(handler)
+        audit.setLevel(logging.INFO)
+        try:
+            yield
+        finally:
+            audit.removeHandler(handler)
+            audit.setLevel(level)

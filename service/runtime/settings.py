@@ -201,6 +201,12 @@ class Settings:
     log_level: str = _setting(
         "WEBHOOKS_LOG_LEVEL", "info", one_of("debug", "info", "warning", "error"), "log level"
     )
+    audit_log: str | None = _setting(
+        "WEBHOOKS_AUDIT_LOG", None, parse_text,
+        "file the commands append their audit lines to (unset: "
+        "$XDG_STATE_HOME/webhooks/audit.log, by default ~/.local/state/webhooks/audit.log; "
+        "'-': standard error)",
+    )
     web_concurrency: int = _setting(
         "WEB_CONCURRENCY", "1", int_between(1, 64),
         "gunicorn worker processes of `webhooks web` (each keeps its own metrics: scale the "

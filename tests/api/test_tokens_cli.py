@@ -119,15 +119,19 @@ def test_settings_flags_work_before_and_after_the_action(capsys, database_url):
 
 
 def test_creating_and_revoking_a_token_leave_audit_lines_without_the_token(capsys,
-                                                                            database_url):
+                                                                            database_url,
+                                                                            tmp_path):
+    trail = ["--audit-log", str(tmp_path / "audit.log")]
     assert main(["tokens", "create", "--role", "viewer", "--name", "audited",
-                 "--database-url", database_url]) == 0
+                 "--database-url", database_url, *trail]) == 0
     out, err = capsys.readouterr()
     token = out.strip()
     assert main(["tokens", "create", "--role", "viewer", "--name", "audited",
-                 "--database-url", database_url]) == 2
-    assert main(["tokens", "revoke", "audited", "--database-url", database_url]) == 0
+                 "--database-url", database_url, *trail]) == 2
+    assert main(["tokens", "revoke", "audited", "--database-url", database_url, *trail]) == 0
     err += capsys.readouterr().err
+    assert "{" not in err
+    err = (tmp_path / "audit.log").read_text()
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     assert [(line["audit"], line["ids"]["token_name"], line["result"]) for line in lines] == [
         ("tokens create", "audited", "ok"), ("tokens create", "audited", "BAD_USER_INPUT"),

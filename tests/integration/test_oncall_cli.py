@@ -272,26 +272,47 @@ def test_configs_update_orders_a_config_per_key_by_its_name(capsys, database_url
     assert refused.value.code == 2 and "invalid choice: 'sorted'" in capsys.readouterr().err
 
 
-def audit_lines(err: str) -> list[dict]:
-    return [line for line in map(json.loads, (t for t in err.splitlines() if t.startswith("{")))
+def audit_lines(text: str) -> list[dict]:
+    return [line for line in map(json.loads, (t for t in text.splitlines() if t.startswith("{")))
             if line.get("logger") == "webhooks.audit"]
 
 
 def test_changes_made_on_call_leave_an_audit_line_naming_the_operator(capsys, database_url,
-                                                                       staged):
+                                                                       staged, tmp_path):
+    trail = tmp_path / "trail" / "audit.log"
     orders = staged["orders"].id
-    _, _, err = run(capsys, database_url, "configs", "pause", orders)
-    (line,) = audit_lines(err)
+
+    def audited(*argv):
+        before = trail.read_text() if trail.exists() else ""
+        _, out, err = run(capsys, database_url, *argv, "--audit-log", str(trail))
+        assert audit_lines(out + err) == []  # the person running it reads no JSON
+        return audit_lines(trail.read_text()[len(before):] if trail.exists() else "")
+
+    (line,) = audited("configs", "pause", orders)
     assert (line["audit"], line["role"], line["ids"]["config_id"], line["result"]) == (
         "pauseConfig", "operator", orders, "ok")
     assert line["actor"].startswith("cli:")
-    _, _, err = run(capsys, database_url, "replay", str(staged["failed"][0]))
-    assert [(line["audit"], line["result"]) for line in audit_lines(err)] == [
-        ("replayDelivery", "ok")]
-    _, _, err = run(capsys, database_url, "configs", "resume", "no-such-config")
-    assert [line["result"] for line in audit_lines(err)] == ["NOT_FOUND"]
-    _, _, err = run(capsys, database_url, "deliveries", "list")
-    assert audit_lines(err) == []  # reading changes nothing and leaves no line
+    assert [(line["audit"], line["result"]) for line in audited(
+        "replay", str(staged["failed"][0]))] == [("replayDelivery", "ok")]
+    assert [line["result"] for line in audited("configs", "resume", "no-such-config")] == [
+        "NOT_FOUND"]
+    assert audited("deliveries", "list") == []  # reading changes nothing and leaves no line
+
+
+def test_the_audit_trail_goes_to_the_users_state_directory_or_where_it_is_told(
+        capsys, database_url, staged, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    run(capsys, database_url, "configs", "pause", "orders")
+    (line,) = audit_lines((tmp_path / "state" / "webhooks" / "audit.log").read_text())
+    assert line["audit"] == "pauseConfig"
+    _, _, err = run(capsys, database_url, "configs", "resume", "orders", "--audit-log", "-")
+    assert [line["audit"] for line in audit_lines(err)] == ["resumeConfig"]
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # a file where the log's directory would be
+    _, _, err = run(capsys, database_url, "configs", "pause", "orders", "--audit-log",
+                    str(blocked / "audit.log"))
+    assert f"cannot write the audit log {blocked / 'audit.log'}" in err
+    assert [line["audit"] for line in audit_lines(err)] == ["pauseConfig"]  # never unaudited
 
 
 def test_a_config_is_named_by_its_id_or_its_name_and_an_unknown_one_is_an_error(
