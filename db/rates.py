@@ -14,6 +14,7 @@ from db.sql import QUERIES
 
 PERIOD_SECONDS = 300  # the counting period: a window's first period counts whole
 MAX_HOURS = 48  # the longest window asked for
+UNANSWERED_SECONDS = 10  # an attempt under way longer than this needs a look
 KEPT_SECONDS = MAX_HOURS * 3600 + PERIOD_SECONDS  # counts older than this are deleted
 
 
@@ -43,6 +44,8 @@ class Attention:
     reason: str | None
     failures: int
     attempts: int
+    unanswered: int  # attempts under way for more than UNANSWERED_SECONDS
+    unanswered_since: datetime | None  # when the oldest of them was claimed
 
 
 def recent(pool: ConnectionPool, config_ids: Collection[str], *,
@@ -59,7 +62,9 @@ def recent(pool: ConnectionPool, config_ids: Collection[str], *,
 
 def needing_attention(pool: ConnectionPool, *, since: datetime, limit: int) -> list[Attention]:
     """Return up to `limit` active configs to look at first: open or half-open circuits, then
-    the most failed attempts since `since`, then paused ones."""
+    the most failed attempts since `since` or attempts under way for more than
+    UNANSWERED_SECONDS, then paused ones."""
     with pool.transaction() as db:
-        db.execute(QUERIES["configs_needing_attention"], {"since": since, "limit": limit})
+        db.execute(QUERIES["configs_needing_attention"],
+                   {"since": since, "limit": limit, "unanswered": UNANSWERED_SECONDS})
         return [as_type(Attention, row) for row in as_dicts(db)]

@@ -213,8 +213,10 @@ class Query:
                                   f"`first` (1 to {MAX_ATTENTION}): circuits open or half-open, "
                                   "then the "
                                   f"most failed attempts in the last `hours` (1 to "
-                                  f"{MAX_RATE_HOURS}), then "
-                                  "paused ones. Reads only configs with a failure or a hold.")
+                                  f"{MAX_RATE_HOURS}) or attempts under way without an "
+                                  "answer (`unanswered`), then "
+                                  "paused ones. Reads only configs with a failure, a hold or "
+                                  "an unanswered attempt.")
     def configs_needing_attention(self, info: Info, hours: int = 1,
                                   first: int = 10) -> list[ConfigAttention]:
         if not 1 <= hours <= MAX_RATE_HOURS:
@@ -229,7 +231,8 @@ class Query:
                     config=Config.from_row(listed[row.id], healths.get(row.id)),
                     state=HealthState(row.state), failures=row.failures, attempts=row.attempts,
                     last_failure=row.last_failure, last_failure_at=row.last_failure_at,
-                    reason=row.reason)
+                    reason=row.reason, unanswered=row.unanswered,
+                    unanswered_since=row.unanswered_since)
                 for row in found if row.id in listed]
 
     @strawberry.field(description="Who the caller is: the role of the token sent.")

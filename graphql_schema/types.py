@@ -16,7 +16,7 @@ from db import inspection, ordering, rates
 from db.configs import Config as ConfigRow
 from db.errors import InvalidInput
 from db.health import Health as HealthRow
-from db.rates import AttemptRate
+from db.rates import UNANSWERED_SECONDS, AttemptRate
 from db.rejected import RejectedEvent as RejectedRow
 from db.stalls import StalledPartition as StalledRow
 from db.vocabulary import AttemptOutcome as OutcomeWord
@@ -412,6 +412,11 @@ class ConfigAttention:
     last_failure: str | None
     last_failure_at: datetime | None
     reason: str | None = strawberry.field(description="Why its health last changed.")
+    unanswered: int = strawberry.field(description=(
+        f"Attempts under way for more than {UNANSWERED_SECONDS} s without an answer yet (an "
+        "endpoint holding its requests open shows here before its first timeout)."))
+    unanswered_since: datetime | None = strawberry.field(
+        description="When the oldest of those attempts was claimed.")
 
 
 @strawberry.type(description="A broker message that could not become an event.")

@@ -23,7 +23,8 @@ query ($ids: [ID!]) {
 }"""
 ATTENTION = """
 { configsNeedingAttention(hours: 1, first: 10) {
-    config { id name } state failures attempts lastFailure lastFailureAt reason } }"""
+    config { id name } state failures attempts lastFailure lastFailureAt reason
+    unanswered unansweredSince } }"""
 
 
 def _attempts(make, config, *, ok: int, failed: int) -> None:
@@ -89,3 +90,23 @@ def test_the_configs_needing_a_person_lead_with_open_circuits_then_failures(api,
         ("paused", "PAUSED", 0, 0)]
     assert found[1]["lastFailure"] == "HTTP 503" and found[1]["lastFailureAt"] is not None
     assert api.code("{ configsNeedingAttention(first: 0) { failures } }") == "BAD_USER_INPUT"
+
+
+def test_an_endpoint_holding_its_requests_open_needs_a_look_before_any_timeout(api, make):
+    """Its attempts are under way with no answer and nothing recorded yet: the configs whose
+    claims are older than the threshold are listed, with how many and since when."""
+    failing = make.config(name="failing", event_types=["failing"])
+    hanging = make.config(name="hanging", event_types=["hanging"])
+    busy = make.config(name="busy", event_types=["busy"])
+    _attempts(make, failing, ok=0, failed=1)
+    events_for(make, hanging, 3)
+    events_for(make, busy, 1)
+    claimed = claim(make)
+    with make.pool.transaction() as cursor:  # the hanging endpoint's claims, 30 s old
+        cursor.execute("UPDATE deliveries SET claimed_at = now() - interval '30 seconds' "
+                       "WHERE config_id = %s AND status = 'delivering'", (hanging.id,))
+    assert {c.config_id for c in claimed} == {hanging.id, busy.id}
+    found = api.data(ATTENTION)["configsNeedingAttention"]
+    assert [(f["config"]["name"], f["failures"], f["unanswered"]) for f in found] == [
+        ("hanging", 0, 3), ("failing", 1, 0)]  # the busy one's claim is fresh
+    assert found[0]["unansweredSince"] is not None and found[1]["unansweredSince"] is None

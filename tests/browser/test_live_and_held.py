@@ -5,6 +5,7 @@ shows its window of attempts, recent failures and health timeline, and times nam
 from __future__ import annotations
 
 import re
+import uuid
 from datetime import UTC, datetime, timedelta
 
 from db import health
@@ -81,4 +82,25 @@ def test_the_config_page_shows_its_window_failures_and_timeline_in_a_named_zone(
     page.wait_for_selector(f"a[href='#/deliveries/{delivery}']")
     page.goto(f"{service_url}/#/deliveries?code=five")
     assert '"five" is not a status code' in page.wait_for_selector("p.error").inner_text()
+    assert console.errors == []
+
+
+def test_an_endpoint_holding_its_requests_open_needs_a_look_before_its_first_timeout(
+        browser, service_url, seed, operator_token):
+    """Nothing failed yet and nothing is recorded: an attempt claimed 40 s ago is still
+    under way. The overview lists the config all the same, saying how long it has waited."""
+    config = seed.config(endpoint="http://127.0.0.1:9/hanging", event_types=["hang.one"],
+                         name="hanging-one")
+    (delivery,) = seed.event(type="hang.one")[1]
+    seed.set(delivery, status="delivering", claim_token=str(uuid.uuid4()), claimed_by="elsewhere",
+             claimed_at=datetime.now(UTC) - timedelta(seconds=40))
+    page, console = open_page(browser)
+    sign_in(page, service_url, operator_token)
+    page.goto(f"{service_url}/#/")
+    row = page.locator("section[aria-label='Configs that need a person'] tr",
+                       has_text="hanging-one")
+    row.wait_for()
+    assert re.search(r"1 without an answer yet, the oldest sent \d+ s ago",
+                     row.inner_text()), row.inner_text()
+    assert row.locator("a").get_attribute("href") == f"#/configs/{config.id}"
     assert console.errors == []

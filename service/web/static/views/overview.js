@@ -14,6 +14,7 @@ const OVERVIEW = `query Overview {
   }
   configsNeedingAttention(hours: 1, first: 10) {
     config { id name endpoint } state failures attempts lastFailure lastFailureAt reason
+    unanswered unansweredSince
   }
 }`;
 
@@ -46,14 +47,16 @@ export async function overviewPage() {
         h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(a.config.id)}`,
           title: a.config.id }, a.config.name || a.config.id)),
         h("td", {}, badge(a.state), a.reason ? h("span", { class: "muted" }, ` ${a.reason}`)
-          : null),
+          : null, a.unanswered ? h("div", { class: "bad unanswered" },
+          `${number(a.unanswered)} without an answer yet, the oldest sent `,
+          relative(a.unansweredSince)) : null),
         h("td", { class: "num" }, number(a.failures)),
         h("td", { class: "num" }, number(a.attempts)),
         h("td", { class: "wrap" }, a.lastFailure || "—",
           a.lastFailureAt ? h("span", { class: "muted" }, " · ", relative(a.lastFailureAt))
             : null))))
         : h("p", { class: "muted", id: "all-well" }, "No open circuit, no failed attempt in " +
-          "the last hour, nothing paused.")),
+          "the last hour, no attempt waiting over 10 s for its answer, nothing paused.")),
     h("section", { class: "stats", "aria-label": "Deliveries by status" }, cards),
     h("section", { class: "stats", "aria-label": "Queue" },
       card("queue depth", number(stats.queueDepth),
