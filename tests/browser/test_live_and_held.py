@@ -104,3 +104,53 @@ def test_an_endpoint_holding_its_requests_open_needs_a_look_before_its_first_tim
                      row.inner_text()), row.inner_text()
     assert row.locator("a").get_attribute("href") == f"#/configs/{config.id}"
     assert console.errors == []
+
+
+def _stage_health(seed, config, *, in_a_row: int, failed_minutes_ago: int) -> None:
+    """A health row with its last failure, and 4 of the last 10 attempts succeeded."""
+    with seed.pool.transaction() as cursor:
+        cursor.execute(
+            "UPDATE config_health SET consecutive_failures = %s, last_failure = 'HTTP 500', "
+            "last_failure_at = now() - make_interval(mins => %s) WHERE config_id = %s",
+            (in_a_row, failed_minutes_ago, config.id))
+        cursor.execute(
+            "INSERT INTO config_attempt_counts (config_id, period_start, attempts, succeeded) "
+            "VALUES (%s, attempt_period(now()), 10, 4)", (config.id,))
+
+
+def test_a_failing_endpoint_is_not_called_healthy_and_a_recovered_one_is_not_red(
+        browser, service_url, seed, operator_token):
+    failing = seed.config(endpoint="http://127.0.0.1:9/f", event_types=["rec.f"],
+                          name="recovery-failing")
+    recovered = seed.config(endpoint="http://127.0.0.1:9/r", event_types=["rec.r"],
+                            name="recovery-recovered")
+    _stage_health(seed, failing, in_a_row=5, failed_minutes_ago=1)
+    _stage_health(seed, recovered, in_a_row=0, failed_minutes_ago=20)
+    page, console = open_page(browser)
+    sign_in(page, service_url, operator_token)
+    page.goto(f"{service_url}/#/configs?search=recovery-")
+    rows = {name: page.locator("tbody tr", has_text=name)
+            for name in ("recovery-failing", "recovery-recovered")}
+    for row in rows.values():
+        row.wait_for()
+    failing_row, recovered_row = rows["recovery-failing"], rows["recovery-recovered"]
+    assert failing_row.locator(".badge").nth(1).inner_text() == "failing · 5 in a row"
+    assert failing_row.locator("td.num .bad").inner_text() == "40.0 %"
+    assert recovered_row.locator(".badge").nth(1).inner_text() == "healthy"
+    assert recovered_row.locator(".bad").count() == 0
+    assert re.search(r"recovered · before: HTTP 500 · 20 min ago",
+                     recovered_row.inner_text()), recovered_row.inner_text()
+    assert "40.0 % · recovered" in recovered_row.inner_text()
+
+    page.goto(f"{service_url}/#/configs/{failing.id}")
+    health_facts = page.wait_for_selector("dt:has-text('Health') + dd").inner_text()
+    assert health_facts.startswith("failing: the circuit is closed"), health_facts
+    assert "5 failures in a row" in health_facts
+    page.goto(f"{service_url}/#/")
+    listed = page.locator("section[aria-label='Configs that need a person'] tr",
+                          has_text="recovery-failing")
+    assert listed.locator(".badge").inner_text() == "failing · 5 in a row"
+    recovered_listed = page.locator("section[aria-label='Configs that need a person'] tr",
+                                    has_text="recovery-recovered")
+    assert "recovered · before: HTTP 500" in recovered_listed.inner_text()
+    assert console.errors == []

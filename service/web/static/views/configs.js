@@ -2,9 +2,10 @@
 // chart, edit form and the operator's actions (rotate secret, activate, deactivate, delete).
 
 import { describe, gql, newKey, viewer } from "../api.js";
+import { failingNow, healthBadge, lastFailure, successRate } from "../health.js";
 import { rememberConfigs } from "../picker.js";
 import {
-  ask, askWithReason, attemptChart, badge, failure, h, heading, loading, notify, number, percent, startPage, table,
+  ask, askWithReason, attemptChart, badge, failure, h, heading, loading, notify, number, startPage, table,
   local, relative, time,
 } from "../ui.js";
 
@@ -111,7 +112,7 @@ function state(config) {
 }
 
 function health(config) {
-  return badge(config.health.state);
+  return healthBadge(config.health);
 }
 
 /** The address of the configs list with `changes` made to its query (a new filter starts
@@ -151,7 +152,8 @@ function searchBox(query) {
 }
 
 function healthText(health) {
-  const parts = [health.state.toLowerCase().replace("_", " ")];
+  const parts = [failingNow(health) ? "failing: the circuit is closed, the endpoint does not work"
+    : health.state.toLowerCase().replace("_", " ")];
   if (health.pausedAt) parts.push(`paused ${local(health.pausedAt)}`);
   if (health.openedAt) parts.push(`circuit opened ${local(health.openedAt)}`);
   if (health.nextProbeAt) parts.push(`next probe ${local(health.nextProbeAt)}`);
@@ -215,9 +217,9 @@ export async function configsPage({ query }) {
         h("td", { class: "wrap" }, node.endpoint),
         h("td", {}, state(node)),
         h("td", {}, health(node)),
-        h("td", { class: "wrap" }, node.health.lastFailure || "—"),
+        h("td", { class: "wrap" }, lastFailure(node.health)),
         h("td", { class: "num" }, number(rate.attempts)),
-        h("td", { class: "num" }, percent(rate.successRate)));
+        h("td", { class: "num" }, successRate(rate.successRate, node.health)));
     })),
     h("nav", { class: "pager", "aria-label": "Pages" },
       page.hasPreviousPage ? h("a", { class: "button secondary", rel: "prev",
@@ -400,11 +402,10 @@ export async function configPage({ params: [id], query = new URLSearchParams() }
       h("dt", {}, "Health"), h("dd", {}, healthText(config.health)),
       h("dt", {}, "Ordering"), h("dd", {}, config.ordering === "PER_KEY"
         ? `per key${config.blockOnFailure ? ", a failure holds its key" : ""}` : "unordered"),
-      h("dt", {}, "Last failure"), h("dd", { class: "wrap" }, config.health.lastFailure || "—",
-        config.health.lastFailureAt
-          ? h("span", { class: "muted" }, " · ", relative(config.health.lastFailureAt)) : null),
+      h("dt", {}, "Last failure"), h("dd", { class: "wrap" }, lastFailure(config.health)),
       h("dt", {}, `Success rate (${window.label})`),
-      h("dd", {}, rate ? `${percent(rate.successRate)} of ${number(rate.attempts)} attempts`
+      h("dd", {}, rate ? [successRate(rate.successRate, config.health),
+        ` of ${number(rate.attempts)} attempts`]
         : "no attempts"),
       h("dt", {}, "Pending"), h("dd", {}, h("a", { href: `${deliveries}&status=PENDING` },
         counted(pending))),

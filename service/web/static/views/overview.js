@@ -2,6 +2,7 @@
 // age, rejected messages and the attempts chart.
 
 import { gql } from "../api.js";
+import { healthBadge, lastFailure } from "../health.js";
 import {
   attemptChart, badge, duration, failure, h, heading, loading, number, relative, startPage, table,
 } from "../ui.js";
@@ -13,7 +14,8 @@ const OVERVIEW = `query Overview {
     buckets { start attempts succeeded outcomes { outcome count } }
   }
   configsNeedingAttention(hours: 1, first: 10) {
-    config { id name endpoint } state failures attempts lastFailure lastFailureAt reason
+    config { id name endpoint health { state consecutiveFailures lastFailure lastFailureAt } }
+    state failures attempts reason
     unanswered unansweredSince
   }
 }`;
@@ -46,15 +48,13 @@ export async function overviewPage() {
       attention.map((a) => h("tr", {},
         h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(a.config.id)}`,
           title: a.config.id }, a.config.name || a.config.id)),
-        h("td", {}, badge(a.state), a.reason ? h("span", { class: "muted" }, ` ${a.reason}`)
+        h("td", {}, healthBadge(a.config.health), a.reason ? h("span", { class: "muted" }, ` ${a.reason}`)
           : null, a.unanswered ? h("div", { class: "bad unanswered" },
           `${number(a.unanswered)} without an answer yet, the oldest sent `,
           relative(a.unansweredSince)) : null),
         h("td", { class: "num" }, number(a.failures)),
         h("td", { class: "num" }, number(a.attempts)),
-        h("td", { class: "wrap" }, a.lastFailure || "—",
-          a.lastFailureAt ? h("span", { class: "muted" }, " · ", relative(a.lastFailureAt))
-            : null))))
+        h("td", { class: "wrap" }, lastFailure(a.config.health)))))
         : h("p", { class: "muted", id: "all-well" }, "No open circuit, no failed attempt in " +
           "the last hour, no attempt waiting over 10 s for its answer, nothing paused.")),
     h("section", { class: "stats", "aria-label": "Deliveries by status" }, cards),
