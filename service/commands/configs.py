@@ -96,19 +96,29 @@ def _list(api: LocalApi, args: argparse.Namespace) -> int:
         return EXIT_OK
     print_table(["ID", "NAME", "STATE", "HEALTH", "ATTEMPTS 24H", "SUCCESS", "LAST FAILURE"],
                 [[c["id"], c["name"], "active" if c["active"] else "inactive",
-                  c["health"]["state"].lower(), c["recentAttempts"]["attempts"],
+                  _health(c["health"]), c["recentAttempts"]["attempts"],
                   None if c["recentAttempts"]["successRate"] is None
                   else f"{c['recentAttempts']['successRate']:.1%}",
                   _last_failure(c["health"])] for c in configs])
     return EXIT_OK
 
 
+def _health(health: dict) -> str:
+    """The health in words: a closed circuit whose last attempts failed is failing, not
+    healthy."""
+    if health["state"] == "HEALTHY" and health["consecutiveFailures"]:
+        return f"failing ({health['consecutiveFailures']} in a row)"
+    return health["state"].lower()
+
+
 def _last_failure(health: dict) -> str | None:
-    """The last retryable failure with when it happened, or None."""
+    """The last retryable failure with when it happened, or None; after a recovery (the
+    circuit closed and the last attempt succeeded) marked as past."""
     if health["lastFailure"] is None:
         return None
     when = ago(health["lastFailureAt"]) if health["lastFailureAt"] else "when unknown"
-    return f"{when}: {health['lastFailure']}"
+    recovered = health["state"] == "HEALTHY" and not health["consecutiveFailures"]
+    return f"{'recovered; before: ' if recovered else ''}{when}: {health['lastFailure']}"
 
 
 def _history(api: LocalApi, args: argparse.Namespace) -> int:

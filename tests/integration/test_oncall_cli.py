@@ -232,6 +232,20 @@ def test_stats_and_configs_list(capsys, database_url, staged, make):
     assert json.loads(out)[0]["recentAttempts"] == {"attempts": 0, "successRate": None}
 
 
+def test_configs_list_calls_a_failing_endpoint_failing_and_a_recovered_one_recovered(
+        capsys, database_url, staged, make):
+    for config, in_a_row in ((staged["orders"], 4), (staged["users"], 0)):
+        with make.pool.transaction() as cursor:
+            cursor.execute("UPDATE config_health SET consecutive_failures = %s, last_failure = "
+                           "'HTTP 500', last_failure_at = now() - interval '20 minutes' "
+                           "WHERE config_id = %s", (in_a_row, config.id))
+    code, out, _ = run(capsys, database_url, "configs", "list")
+    rows = {line.split()[1]: line for line in out.splitlines()[1:]}
+    assert code == 0
+    assert "failing (4 in a row)" in rows["orders"]
+    assert re.search(r"\bhealthy\b.*recovered; before: 20m ago: HTTP 500", rows["users"]), out
+
+
 def test_an_unreachable_database_exits_3(capsys):
     code = main(["stats", "--database-url", "postgresql://nobody@127.0.0.1:1/none"])
     assert code == 3
