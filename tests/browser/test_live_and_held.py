@@ -9,7 +9,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from db import health
-from tests.browser.conftest import UNCLAIMED, open_page, shoot, sign_in
+from tests.browser.conftest import UNCLAIMED, WAIT_MS, open_page, shoot, sign_in
 
 
 def graphql_requests(page) -> list[str]:
@@ -153,4 +153,31 @@ def test_a_failing_endpoint_is_not_called_healthy_and_a_recovered_one_is_not_red
     recovered_listed = page.locator("section[aria-label='Configs that need a person'] tr",
                                     has_text="recovery-recovered")
     assert "recovered · before: HTTP 500" in recovered_listed.inner_text()
+    assert console.errors == []
+
+
+def test_the_refresh_says_its_age_and_can_be_stopped_after_a_reload_and_a_second_sign_in(
+        browser, service_url, seed, operator_token):
+    """The header's clock and its button belong to the page, not to one sign-in: a tab
+    reloaded while signed in keeps them, and signing in again does not add a second button
+    handler (which would undo every click)."""
+    from playwright.sync_api import expect  # the browser tests skip without Playwright
+
+    page, console = open_page(browser)
+    page.clock.install()
+    sign_in(page, service_url, operator_token)
+    page.reload()
+    page.wait_for_selector("#nav:not([hidden])")
+    age = page.locator("#live-age")
+    expect(age).to_have_text(re.compile(r"^updated"), timeout=WAIT_MS)
+    page.clock.fast_forward(5_000)
+    expect(age).to_have_text(re.compile(r"^updated \d+ s ago$"), timeout=WAIT_MS)
+    page.click("#live-toggle")
+    assert page.inner_text("#live-toggle") == "Start auto-refresh"
+    page.click("#live-toggle")
+    page.click("#sign-out")
+    sign_in(page, service_url, operator_token)
+    page.click("#live-toggle")
+    assert page.inner_text("#live-toggle") == "Start auto-refresh"
+    assert page.inner_text("#live-age").endswith("· paused")
     assert console.errors == []

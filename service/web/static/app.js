@@ -48,14 +48,7 @@ function signInPage(message) {
       session.set(token);
       live.signedOutBecause = null;
       remember(data.me);
-      document.getElementById("live-toggle").addEventListener("click", () => {
-  live.paused = !live.paused;
-  sessionStorage.setItem("webhooks-live", live.paused ? "paused" : "live");
-  showLive();
-  schedule();
-});
-setInterval(showLive, 1000);
-route();
+      route();
     } catch (failure) {
       error.textContent = failure.code === "UNAUTHENTICATED"
         ? "That token is not accepted: it is unknown, expired or revoked."
@@ -181,4 +174,11 @@ document.getElementById("sign-out").addEventListener("click", () => {
   notify("Signed out.");
   signInPage();
 });
+document.getElementById("live-toggle").addEventListener("click", () => {
+  live.paused = !live.paused;
+  sessionStorage.setItem("webhooks-live", live.paused ? "paused" : "live");
+  showLive();
+  schedule();
+});
+setInterval(showLive, 1000);
 route();
