@@ -75,7 +75,7 @@ def run(options: argparse.Namespace, progress) -> dict:
                      "machine": machine(), "dispatch": {}, "latency": {}}
     parts = set(options.parts)
     with temporary_postgres(fast_unsafe=options.fast_unsafe) as pg:
-        _statement_stats(pg)
+        env.statement_stats(pg)
         with env.receiver() as url:
             for workers in options.workers if "dispatch" in parts else ():
                 progress(f"dispatch over {BASELINE} configs, {workers} worker(s) ...")
@@ -107,15 +107,6 @@ def run(options: argparse.Namespace, progress) -> dict:
         [(name, key, comparison, target) for name, key, comparison, target in TARGETS],
         lambda key: results["ratios"].get(key))
     return results
-
-
-def _statement_stats(pg) -> None:
-    """Load pg_stat_statements (a restart), to read the claim statement's own time."""
-    sql(pg.dsn, "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'",
-        autocommit=True)
-    sql(pg.dsn, "ALTER SYSTEM SET pg_stat_statements.track = 'all'", autocommit=True)
-    pg.stop()
-    pg.start()
 
 
 def _populate(dsn: str, url: str, size: int, *, idle: bool, per_busy: int,

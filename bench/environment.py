@@ -131,6 +131,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
+def statement_stats(pg) -> None:
+    """Load pg_stat_statements into the server (a restart): each statement's calls, time and
+    rows, read with SQL. Each database that reads them creates the extension."""
+    sql(pg.dsn, "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'",
+        autocommit=True)
+    sql(pg.dsn, "ALTER SYSTEM SET pg_stat_statements.track = 'all'", autocommit=True)
+    pg.stop()
+    pg.start()
+
+
 def dumps(value) -> str:
     return json.dumps(value, indent=2, sort_keys=True)
 
