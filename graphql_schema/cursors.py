@@ -48,6 +48,16 @@ def id_after(listing: str, cursor: str | None, argument: str = "after") -> int |
     return position
 
 
+def key_after(listing: str, cursor: str | None, argument: str = "after") -> str | None:
+    """Return the text key position of a cursor of `listing` (None when no cursor is given)."""
+    if cursor is None:
+        return None
+    position = decode(listing, cursor, argument).get("key")
+    if not isinstance(position, str) or "\x00" in position:
+        raise _not_a_cursor(argument)
+    return position
+
+
 def time_and_id_after(listing: str, cursor: str | None, argument: str = "after", *,
                       key: str) -> tuple[datetime, int] | None:
     """Return the (time, id) position of a cursor of `listing`, its time under `key`, or None."""

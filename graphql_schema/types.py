@@ -250,13 +250,8 @@ class Config:
                      after: str | None = None) -> BlockedKeyConnection:
         if not 1 <= first <= 1000:
             raise InvalidInput("first: must be between 1 and 1000")
-        after_key = None
-        if after is not None:
-            after_key = cursors.decode("blockedKeys", after).get("key")
-            if not isinstance(after_key, str):
-                raise InvalidInput("after: not a cursor of this listing")
         rows = ordering.blocked_keys(info.context.pool, self.id, limit=first + 1,
-                                     after=after_key)
+                                     after=cursors.key_after("blockedKeys", after))
         edges = [BlockedKeyEdge(cursor=cursors.encode("blockedKeys", key=row.ordering_key),
                                 node=BlockedKey.from_row(row)) for row in rows[:first]]
         return BlockedKeyConnection(edges=edges, has_next_page=len(rows) > first,

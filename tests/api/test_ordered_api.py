@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from db import deliveries, events
+from graphql_schema import cursors
 from tests.endpoint_health import RULES, claim, result
 
 CREATE = """
@@ -81,3 +82,5 @@ def test_blocked_keys_page_by_key(api, make):
     rest = api.data(BLOCKED, {"id": config.id, "first": 2, "after": first["endCursor"]})
     assert [e["node"]["orderingKey"] for e in rest["config"]["blockedKeys"]["edges"]] == ["k3"]
     assert api.code(BLOCKED, {"id": config.id, "after": "bm9wZQ"}) == "BAD_USER_INPUT"
+    for wrong in (cursors.encode("blockedKeys", key=5), cursors.encode("healthChanges", id=1)):
+        assert api.code(BLOCKED, {"id": config.id, "after": wrong}) == "BAD_USER_INPUT"
