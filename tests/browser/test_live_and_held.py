@@ -103,6 +103,7 @@ def test_an_endpoint_holding_its_requests_open_needs_a_look_before_its_first_tim
     assert re.search(r"1 without an answer yet, the oldest sent \d+ s ago",
                      row.inner_text()), row.inner_text()
     assert row.locator("a").get_attribute("href") == f"#/configs/{config.id}"
+    shoot(page, "overview-unanswered")
     assert console.errors == []
 
 
@@ -141,6 +142,7 @@ def test_a_failing_endpoint_is_not_called_healthy_and_a_recovered_one_is_not_red
     assert re.search(r"recovered · before: HTTP 500 · 20 min ago",
                      recovered_row.inner_text()), recovered_row.inner_text()
     assert "40.0 % · recovered" in recovered_row.inner_text()
+    shoot(page, "configs-failing-and-recovered")
 
     page.goto(f"{service_url}/#/configs/{failing.id}")
     health_facts = page.wait_for_selector("dt:has-text('Health') + dd").inner_text()
