@@ -142,36 +142,45 @@ def config_versions(pool: ConnectionPool, config_ids: Collection[str]) -> dict[s
 
 
 def record_and_settle(pool: ConnectionPool, results: Sequence[AttemptResult],
-                      rules: HealthRules = DEFAULT_RULES) -> tuple[list[Moved], list[Transition]]:
+                      rules: HealthRules = DEFAULT_RULES, *, gone: Collection[str] = ()
+                      ) -> tuple[list[Moved], list[Transition]]:
     """Record the attempts and, in the same statement, free the slots of the claims that
     moved and feed their verdicts to the circuit breaker; return the moves and the circuit
-    transitions. A late result of a recovered claim moves nothing and settles nothing."""
+    transitions. A late result of a recovered claim moves nothing and settles nothing.
+    `gone`: the configs deactivated for answering 410 among the results of this record,
+    whose final failures stay failed (see `record_and_deactivate`)."""
     if not results:
         return [], []
     with pool.statement() as cursor:
-        cursor.execute_prepared("record_and_settle", _record_params(results, rules),
+        cursor.execute_prepared("record_and_settle", _record_params(results, rules, gone=gone),
                                 flush_later=True)
         cursor.wait_for_flush()  # recorded only once on disk
         return _recorded(as_dicts(cursor))
 
 
 def record_and_deactivate(pool: ConnectionPool, results: Sequence[AttemptResult],
-                          rules: HealthRules, *, gone: Collection[str], reason: str
+                          rules: HealthRules, *, configs_touched: Collection[str],
+                          deactivate: Collection[str], gone: Collection[str], reason: str
                           ) -> tuple[list[Moved], list[Transition], dict[str, int]]:
     """Record the attempts as `record_and_settle` does and, in the same transaction,
-    deactivate the configs `gone` (an answer among `results` said their endpoint is gone for
-    good): the answer and the deactivation it causes are committed together or not at all.
-    A result of a `gone` config that failed for good stays failed; its other results are
+    deactivate the configs `deactivate` (an answer among `results` said their endpoint is
+    gone for good): the answer and the deactivation it causes are committed together or not
+    at all. A result of a `gone` config (`deactivate`, and those of the same 410 recorded in
+    another part of a batch) that failed for good stays failed; its other results are
     cancelled with its pending deliveries. Return also, for each config deactivated now, how
     many pending deliveries it cancelled (one found inactive or deleted is left out).
+    `configs_touched`: the configs of all of `results`.
 
-    The configs and their pending deliveries first, the attempts and health rows after, the
-    reason on the health rows last: a claim holds the deliveries it is taking and then waits
-    for the health rows, in config id order, as the record does."""
+    Its locks are taken first, in the order claims and records take theirs
+    (lock_for_deactivation): the configs, the pending deliveries, the health rows. Unlike
+    `record_and_settle` this holds the health rows until its commit: a 410 is rare."""
     deactivated: dict[str, int] = {}
     with pool.transaction() as cursor:
         health.act_as(cursor, None, reason)
-        for config_id in sorted(gone):
+        cursor.execute(QUERIES["lock_for_deactivation"],
+                       {"configs": sorted(set(configs_touched) | set(deactivate)),
+                        "gone": sorted(deactivate)})
+        for config_id in sorted(deactivate):
             try:
                 change = configs.deactivate_in(cursor, config_id)
             except NotFound:
@@ -179,7 +188,7 @@ def record_and_deactivate(pool: ConnectionPool, results: Sequence[AttemptResult]
             if change.changed:
                 deactivated[config_id] = change.cancelled
         cursor.execute_prepared("record_and_settle",
-                                _record_params(results, rules, gone=deactivated))
+                                _record_params(results, rules, gone={*gone, *deactivate}))
         moved, transitions = _recorded(as_dicts(cursor))
         for config_id in deactivated:
             health.note_reason(cursor, config_id, reason)

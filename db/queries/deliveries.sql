@@ -169,7 +169,7 @@ WHERE claim_counted((SELECT count(DISTINCT config_id) FROM claimed),
                     (SELECT count(*) FROM counted))
 
 -- record_and_settle --
--- Append one attempt per result (once per claim: a result recorded again adds nothing), move each delivery still claimed with the given token to its next state (a non-2xx result of an inactive config becomes cancelled, but a final failure of a config this transaction deactivates, `gone`, stays failed), and settle the configs' in-flight counts and circuit breakers with the verdicts of the claims that moved; return the deliveries that changed (kind 'moved') and every config settled (kind 'settled')
+-- Append one attempt per result (once per claim: a result recorded again adds nothing), move each delivery still claimed with the given token to its next state (a non-2xx result of an inactive config becomes cancelled, but a final failure of a config deactivated for answering 410 among the results of this record, `gone`, stays failed), and settle the configs' in-flight counts and circuit breakers with the verdicts of the claims that moved; return the deliveries that changed (kind 'moved') and every config settled (kind 'settled')
 --
 -- One statement, run on its own (autocommit): the health rows it locks last are released as
 -- it ends, with no round trip to the worker between them and the commit, so the claims of
@@ -279,6 +279,28 @@ UNION ALL
 SELECT 'settled', NULL, NULL, NULL, NULL, config_id, was, circuit, reason,
        consecutive_failures, next_probe_at, 0
 FROM settled
+
+-- lock_for_deactivation --
+-- Take, in the order every other statement takes them, the locks a record that deactivates configs needs: the rows of every config its results touch (`configs`, in id order), the pending deliveries of the configs it deactivates (`gone`), then those configs' health rows (in id order), one statement after the other
+--
+-- Claims lock pending deliveries and then health rows; records lock configs, then health rows;
+-- updating a config also updates its health row (its version): so a transaction that updates
+-- configs, cancels deliveries and records results must hold the configs before the
+-- deliveries, and the deliveries before any health row, or it deadlocks with them.
+SELECT count(*) FROM (
+    SELECT id FROM configs WHERE id = ANY(%(configs)s::text[]) ORDER BY id FOR UPDATE
+) configs_locked;
+SELECT count(*) FROM (
+    SELECT id FROM deliveries
+    WHERE config_id = ANY(%(gone)s::text[]) AND status = 'pending'
+    FOR UPDATE
+) deliveries_locked;
+SELECT count(*) FROM (
+    SELECT config_id FROM config_health
+    WHERE config_id = ANY(%(configs)s::text[])
+    ORDER BY config_id
+    FOR UPDATE
+) health_locked
 
 -- hand_back_transition --
 -- The hand-back transition, written once (included by release_claims and recover_stale_claims): each delivery of the statement's `back` (id, config_id, claim_token, note) with an active config (in `configs_now`) becomes pending again, due as soon as it was before its claim so that it keeps its place in the due order; one whose config is off is cancelled; the claim is cleared and a note, if any, becomes its last error

@@ -20,7 +20,7 @@ from dataclasses import replace
 import gevent
 import gevent.queue
 
-from db import deliveries
+from db import configs, deliveries
 from db.deliveries import AttemptResult, Claimed, Moved
 from db.errors import DatabaseError, DatabaseUnavailable, InvalidData, StatementCancelled
 from db.health import HealthRules, Transition
@@ -144,16 +144,43 @@ class Recorder:
             log.info("claims handed back", extra={"deliveries": len(handed.moved),
                                                   "reason": reason})
 
-    def _record_and_settle(self, pool: ConnectionPool, done: list[Done]) -> Stored:
-        """Record `done`; a config whose endpoint answered 410 Gone among them is deactivated
-        in the same transaction."""
-        results = [result for _, _, result in done]
-        gone = {claimed.config_id for claimed, _, result in done
-                if result.status_code == GONE and claimed.config_active}
-        if gone:
-            return deliveries.record_and_deactivate(pool, results, self.rules, gone=gone,
-                                                    reason=GONE_REASON)
-        return (*deliveries.record_and_settle(pool, results, self.rules), {})
+    def _recorder_of(self, gone: set[str]) -> Callable[[ConnectionPool, list[Done]], Stored]:
+        """Return what records one part of a batch whose 410 answers came from `gone`."""
+        def record_and_settle(pool: ConnectionPool, done: list[Done]) -> Stored:
+            results = [result for _, _, result in done]
+            deactivate = {claimed.config_id for claimed, _, result in done
+                          if claimed.config_id in gone and result.status_code == GONE}
+            if not deactivate:
+                return (*deliveries.record_and_settle(pool, results, self.rules, gone=gone), {})
+            try:
+                touched = {claimed.config_id for claimed, _, _ in done}
+                return deliveries.record_and_deactivate(
+                    pool, results, self.rules, configs_touched=touched, deactivate=deactivate,
+                    gone=gone, reason=GONE_REASON)
+            except StatementCancelled as error:
+                # A large backlog to cancel can outlast statement_timeout every time: the
+                # answers are recorded first, and each deactivation in its own transaction.
+                log.warning("recording with the deactivation it causes was cancelled; "
+                            "recording first, deactivating after", extra={"error": str(error)})
+                moved, transitions = deliveries.record_and_settle(pool, results, self.rules,
+                                                                  gone=gone)
+                return moved, transitions, self._deactivate_apart(deactivate)
+        return record_and_settle
+
+    def _deactivate_apart(self, config_ids: set[str]) -> dict[str, int]:
+        """Deactivate each config in its own transaction; return those changed now with the
+        pending deliveries each cancelled (a failure is logged: the next 410 tries again)."""
+        deactivated = {}
+        for config_id in sorted(config_ids):
+            try:
+                change = configs.deactivate(self.pool, config_id, reason=GONE_REASON)
+            except Exception:
+                log.exception("could not deactivate a config whose endpoint is gone; the next "
+                              "410 tries again", extra={"config_id": config_id})
+                continue
+            if change.changed:
+                deactivated[config_id] = change.cancelled
+        return deactivated
 
     def _release_claims(self, pool: ConnectionPool, claims: list[ClaimKey]):
         return deliveries.release(pool, claims, self.rules)
@@ -164,7 +191,9 @@ class Recorder:
         whose statement the server keeps cancelling (statement_timeout) is recorded in halves
         too; a single result that still cannot be recorded is left to the stale-claim sweep.
         Return the moves, circuit transitions and deactivations the results caused."""
-        record = functools.partial(self._with_retries, self._record_and_settle,
+        gone = {claimed.config_id for claimed, _, result in done
+                if result.status_code == GONE and claimed.config_active}
+        record = functools.partial(self._with_retries, self._recorder_of(gone),
                                    attempts=5 if deadline else None, deadline=deadline)
 
         def alone(finished: Done, error: Exception) -> Stored:

@@ -25,7 +25,8 @@ def test_the_answer_and_the_deactivation_land_together(make):
     ids = events_for(make, config, 4)
     first, second = claim(make, limit=2)
     moved, _, deactivated = deliveries.record_and_deactivate(
-        make.pool, [gone(first), result(second, 503)], RULES, gone={config.id}, reason=GONE)
+        make.pool, [gone(first), result(second, 503)], RULES, configs_touched={config.id},
+        deactivate={config.id}, gone=(), reason=GONE)
     assert deactivated == {config.id: 2}  # the two never claimed
     assert {m.id: m.status for m in moved} == {first.id: "failed", second.id: "cancelled"}
     assert not configs.get(make.pool, config.id).active
@@ -44,7 +45,7 @@ def test_an_answer_the_database_refuses_deactivates_nothing(make):
     with pytest.raises(InvalidData):
         deliveries.record_and_deactivate(
             make.pool, [replace(gone(claimed), response_excerpt="gone\x00")], RULES,
-            gone={config.id}, reason=GONE)
+            configs_touched={config.id}, deactivate={config.id}, gone=(), reason=GONE)
     assert configs.get(make.pool, config.id).active
     assert [make.row(id)["status"] for id in ids] == ["delivering", "pending"]
     assert health.changes(make.pool, config.id, limit=10) == []
@@ -58,6 +59,21 @@ def test_a_config_already_off_or_deleted_is_not_deactivated_again(make):
     configs.deactivate(make.pool, off.id)
     configs.delete(make.pool, deleted.id)
     moved, _, deactivated = deliveries.record_and_deactivate(
-        make.pool, [gone(c) for c in claimed], RULES, gone={off.id, deleted.id}, reason=GONE)
-    assert deactivated == {}
-    assert {m.status for m in moved} == {"cancelled"}  # a config off before stays as it was
+        make.pool, [gone(c) for c in claimed], RULES, configs_touched={off.id, deleted.id},
+        deactivate={off.id, deleted.id}, gone=(), reason=GONE)
+    assert deactivated == {}  # each was off already: no second deactivation, no history row
+    assert {m.status for m in moved} == {"failed"}  # the answer itself is a final failure
+
+
+def test_a_final_failure_recorded_apart_from_the_410_stays_failed(make):
+    """A batch stored in parts: the part without the 410 is recorded after the part that
+    deactivated the config, and its final failure stays failed, not cancelled."""
+    config = make.config()
+    events_for(make, config, 2)
+    first, second = claim(make, limit=2)
+    deliveries.record_and_deactivate(make.pool, [gone(first)], RULES,
+                                     configs_touched={config.id}, deactivate={config.id},
+                                     gone=(), reason=GONE)
+    final = replace(gone(second), status_code=404, last_error="HTTP 404")
+    (moved,), _ = deliveries.record_and_settle(make.pool, [final], RULES, gone={config.id})
+    assert moved.status == "failed"
