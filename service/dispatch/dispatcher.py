@@ -77,6 +77,10 @@ class Dispatcher:
         # Claimed deliveries waiting for a send slot, and the sends under way, by config.
         self._queue: SendQueue[Claimed] = SendQueue(self.capacity, self.rules.cap)
         self._pacer = Pacer()  # spaces the sends of rate-limited configs
+        # Sends waiting for their config's rate, out of the queue: a change of their config
+        # seen meanwhile (a NOTIFY, or the version poll) hands them back when the wait ends.
+        self._pacing: dict[ClaimKey, Claimed] = {}
+        self._outdated: set[ClaimKey] = set()
         self._started_at: dict[ClaimKey, float] = {}
         self._posting: dict[ClaimKey, float] = {}  # sends under way, by monotonic start time
         self._sends = gevent.pool.Group()
@@ -264,7 +268,8 @@ class Dispatcher:
         claim; a failed look is tried again at the next one."""
         while self._claiming:
             gevent.sleep(CHANGE_POLL)
-            waiting = self._queue.waiting_configs()
+            pacing = list(self._pacing.values())
+            waiting = self._queue.waiting_configs() | {c.config_id for c in pacing}
             if not waiting:
                 continue
             try:
@@ -273,6 +278,8 @@ class Dispatcher:
                 log.warning("looking for changed configs failed; trying again",
                             extra={"error": str(error)})
                 continue
+            self._outdated.update(claim_key(c) for c in pacing if claim_key(c) in self._pacing
+                                  and c.config_version < versions.get(c.config_id, 0))
             outdated = self._queue.withdraw_outdated(versions)
             if outdated:
                 self.recorder.release(outdated, reason="config paused, opened or changed")
@@ -280,10 +287,19 @@ class Dispatcher:
     # -- sending ----------------------------------------------------------------------------
 
     def _attempt(self, claimed: Claimed, pace: float = 0.0) -> None:
+        key = claim_key(claimed)
         try:
             if pace:
-                gevent.sleep(pace)  # the config's rate: this worker's previous send was just now
-            self._posting[claim_key(claimed)] = time.monotonic()
+                self._pacing[key] = claimed
+                try:
+                    gevent.sleep(pace)  # the config's rate: this worker's last send was just now
+                finally:
+                    self._pacing.pop(key, None)
+                if self._changed_while_pacing(claimed):
+                    self.recorder.release([claimed], reason="config paused, opened or changed"
+                                          if self._claiming else "shutdown")
+                    return
+            self._posting[key] = time.monotonic()
             result = self._send(claimed)
             self._posting.pop(claim_key(claimed), None)
             self.recorder.put(result)
@@ -292,6 +308,16 @@ class Dispatcher:
                 self._wakeup.set()  # room again for a config the claimer left out
             self._slot_freed.set()
             self._fill()
+
+    def _changed_while_pacing(self, claimed: Claimed) -> bool:
+        """Return True when a send that waited for its config's rate must not go: the worker
+        is stopping, or its config changed since the claim (heard by NOTIFY or seen by the
+        version poll)."""
+        key = claim_key(claimed)
+        outdated = key in self._outdated
+        self._outdated.discard(key)
+        return (outdated or not self._claiming
+                or self._changed.get(claimed.config_id, -math.inf) >= self._started_at[key])
 
     def _send(self, claimed: Claimed) -> Finished:
         try:

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import math
 
+PRUNE_FROM = 64  # entries kept before the first pruning
+
 
 class Pacer:
     """When each send of a rate-limited config may start in this worker."""
 
     def __init__(self) -> None:
         self._last: dict[str, tuple[float, float]] = {}  # config -> (start, interval)
+        self._prune_at = PRUNE_FROM  # entries at which the next pruning happens
 
     def wait(self, config_id: str, rate: float | None, now: float) -> float:
         """Return how many seconds a send of `config_id` starting now would have to wait
@@ -37,8 +40,11 @@ class Pacer:
         return wait
 
     def _forget(self, now: float) -> None:
-        """Drop the configs whose next send could start now anyway."""
-        if len(self._last) > 64:
-            self._last = {config_id: (start, interval)
-                          for config_id, (start, interval) in self._last.items()
-                          if start + interval > now}
+        """Drop the configs whose next send could start now anyway, once the entries have
+        doubled since the last time: a pass over them costs little per send."""
+        if len(self._last) < self._prune_at:
+            return
+        self._last = {config_id: (start, interval)
+                      for config_id, (start, interval) in self._last.items()
+                      if start + interval > now}
+        self._prune_at = max(PRUNE_FROM, 2 * len(self._last))

@@ -274,6 +274,38 @@ def test_rate_limited_deliveries_that_queued_in_a_worker_still_go_at_the_rate(
     assert arrivals[-1] - arrivals[0] >= 0.9 * (len(ids) - 1) / rate, gaps
 
 
+def test_a_send_waiting_for_its_rate_is_handed_back_when_its_config_is_paused(
+        make, receiver_factory, start_worker):
+    """Two deliveries of a rate-limited config queued behind a hung config's sends: when the
+    slots free, the first goes and the second waits one interval for the rate. The config is
+    paused meanwhile: the second goes back unsent."""
+    release = gevent.event.Event()
+    hung = receiver_factory(lambda request: (release.wait(PATIENCE), Reply())[1])
+    rate = 0.5  # one send every two seconds
+    config = make.config(event_types=["limited"], rate_per_second=rate)
+
+    def respond(request):
+        health.pause(make.pool, config.id, reason="paused while the next one waits")
+        return Reply()
+
+    limited = receiver_factory(respond)
+    configs.update(make.pool, config.id, endpoint=limited.url)
+    make.config(hung.url, event_types=["hung"])
+    start_worker(dispatch_concurrency=2, endpoint_concurrency=2)
+    make.event(type="hung")
+    make.event(type="hung")
+    hung.wait_for(2)  # both send slots taken
+    first, second = (make.event(type="limited")[1][0] for _ in range(2))
+    wait_until(lambda: make.count("SELECT count(*) FROM deliveries WHERE config_id = %s AND "
+                                  "status = 'delivering'", (config.id,)) == 2)
+    release.set()
+    wait_until(lambda: {make.row(first)["status"], make.row(second)["status"]} == {
+        "succeeded", "pending"})
+    assert len(limited.requests) == 1
+    (waited,) = [id for id in (first, second) if make.row(id)["status"] == "pending"]
+    assert make.row(waited)["attempt_count"] == 0 and make.attempts(waited) == []
+
+
 def test_a_rate_limit_holds_across_workers(make, receiver_factory, start_worker):
     arrivals: list[float] = []
 
