@@ -408,8 +408,9 @@ class ConfigAttention:
     last_failure_at: datetime | None
     reason: str | None = strawberry.field(description="Why its health last changed.")
     unanswered: int = strawberry.field(description=(
-        f"Attempts under way for more than {UNANSWERED_SECONDS} s without an answer yet (an "
-        "endpoint holding its requests open shows here before its first timeout)."))
+        f"Deliveries claimed more than {UNANSWERED_SECONDS} s ago and still without an answer "
+        "(an endpoint holding its requests open shows here before its first timeout; a "
+        "claim waiting in its worker behind its config's slow sends counts too)."))
     unanswered_since: datetime | None = strawberry.field(
         description="When the oldest of those attempts was claimed.")
 

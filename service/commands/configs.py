@@ -4,6 +4,7 @@ success rate, and how their deliveries are ordered."""
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime, timedelta
 
 from db.vocabulary import HealthState, Ordering
 from graphql_schema.errors import BAD_USER_INPUT
@@ -29,6 +30,9 @@ LIST = """query ($filter: ConfigFilter) {
                    recentAttempts(hours: 24) { attempts successRate } } }
   }
 }"""
+# How long an endpoint must have gone without a failure, its last attempt a success, to be
+# called recovered: one that fails on and off is not.
+RECOVERED_AFTER = timedelta(minutes=5)
 CHANGES = {
     "pause": """mutation ($id: ID!, $reason: String) {
   change: pauseConfig(id: $id, reason: $reason) { changed message config { id health { state } } }
@@ -113,11 +117,15 @@ def _health(health: dict) -> str:
 
 def _last_failure(health: dict) -> str | None:
     """The last retryable failure with when it happened, or None; after a recovery (the
-    circuit closed and the last attempt succeeded) marked as past."""
+    circuit closed, the last attempt a success, no failure for RECOVERED_AFTER) marked as
+    past."""
     if health["lastFailure"] is None:
         return None
     when = ago(health["lastFailureAt"]) if health["lastFailureAt"] else "when unknown"
-    recovered = health["state"] == "HEALTHY" and not health["consecutiveFailures"]
+    recovered = (health["state"] == "HEALTHY" and not health["consecutiveFailures"]
+                 and health["lastFailureAt"] is not None
+                 and datetime.now(UTC) - datetime.fromisoformat(health["lastFailureAt"])
+                 >= RECOVERED_AFTER)
     return f"{'recovered; before: ' if recovered else ''}{when}: {health['lastFailure']}"
 
 

@@ -100,7 +100,7 @@ def test_an_endpoint_holding_its_requests_open_needs_a_look_before_its_first_tim
     row = page.locator("section[aria-label='Configs that need a person'] tr",
                        has_text="hanging-one")
     row.wait_for()
-    assert re.search(r"1 without an answer yet, the oldest sent \d+ s ago",
+    assert re.search(r"1 without an answer yet, the oldest claimed \d+ s ago",
                      row.inner_text()), row.inner_text()
     assert row.locator("a").get_attribute("href") == f"#/configs/{config.id}"
     shoot(page, "overview-unanswered")
@@ -127,11 +127,14 @@ def test_a_failing_endpoint_is_not_called_healthy_and_a_recovered_one_is_not_red
                             name="recovery-recovered")
     _stage_health(seed, failing, in_a_row=5, failed_minutes_ago=1)
     _stage_health(seed, recovered, in_a_row=0, failed_minutes_ago=20)
+    flapping = seed.config(endpoint="http://127.0.0.1:9/o", event_types=["rec.o"],
+                           name="recovery-flapping")
+    _stage_health(seed, flapping, in_a_row=0, failed_minutes_ago=1)  # on and off
     page, console = open_page(browser)
     sign_in(page, service_url, operator_token)
     page.goto(f"{service_url}/#/configs?search=recovery-")
     rows = {name: page.locator("tbody tr", has_text=name)
-            for name in ("recovery-failing", "recovery-recovered")}
+            for name in ("recovery-failing", "recovery-recovered", "recovery-flapping")}
     for row in rows.values():
         row.wait_for()
     failing_row, recovered_row = rows["recovery-failing"], rows["recovery-recovered"]
@@ -142,6 +145,9 @@ def test_a_failing_endpoint_is_not_called_healthy_and_a_recovered_one_is_not_red
     assert re.search(r"recovered · before: HTTP 500 · 20 min ago",
                      recovered_row.inner_text()), recovered_row.inner_text()
     assert "40.0 % · recovered" in recovered_row.inner_text()
+    flapping_row = rows["recovery-flapping"]  # its last attempt succeeded, a minute after a
+    assert "recovered" not in flapping_row.inner_text()  # failure: not called recovered yet
+    assert "HTTP 500 · 1 min ago" in flapping_row.inner_text()
     shoot(page, "configs-failing-and-recovered")
 
     page.goto(f"{service_url}/#/configs/{failing.id}")

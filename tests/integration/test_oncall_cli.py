@@ -234,16 +234,20 @@ def test_stats_and_configs_list(capsys, database_url, staged, make):
 
 def test_configs_list_calls_a_failing_endpoint_failing_and_a_recovered_one_recovered(
         capsys, database_url, staged, make):
-    for config, in_a_row in ((staged["orders"], 4), (staged["users"], 0)):
+    flapping = make.config(name="flapping", event_types=["flap"])
+    for config, in_a_row, minutes in ((staged["orders"], 4, 20), (staged["users"], 0, 20),
+                                      (flapping, 0, 1)):
         with make.pool.transaction() as cursor:
             cursor.execute("UPDATE config_health SET consecutive_failures = %s, last_failure = "
-                           "'HTTP 500', last_failure_at = now() - interval '20 minutes' "
-                           "WHERE config_id = %s", (in_a_row, config.id))
+                           "'HTTP 500', last_failure_at = now() - make_interval(mins => %s) "
+                           "WHERE config_id = %s", (in_a_row, minutes, config.id))
     code, out, _ = run(capsys, database_url, "configs", "list")
     rows = {line.split()[1]: line for line in out.splitlines()[1:]}
     assert code == 0
     assert "failing (4 in a row)" in rows["orders"]
     assert re.search(r"\bhealthy\b.*recovered; before: 20m ago: HTTP 500", rows["users"]), out
+    # its last attempt succeeded, but it failed a minute ago: not called recovered yet
+    assert "recovered" not in rows["flapping"] and "HTTP 500" in rows["flapping"]
 
 
 def test_an_unreachable_database_exits_3(capsys):

@@ -10,9 +10,16 @@ export function failingNow(health) {
   return health.state === "HEALTHY" && health.consecutiveFailures > 0;
 }
 
-/** True when the endpoint failed before and its last attempt succeeded. */
+// How long an endpoint must have gone without a failure, its last attempt a success, to be
+// called recovered: one that fails on and off is not.
+const RECOVERED_AFTER_MS = 5 * 60 * 1000;
+
+/** True when the endpoint failed before, its last attempt succeeded, and nothing failed for
+ * RECOVERED_AFTER_MS. */
 export function recovered(health) {
-  return health.state === "HEALTHY" && !health.consecutiveFailures && Boolean(health.lastFailure);
+  return health.state === "HEALTHY" && !health.consecutiveFailures && Boolean(health.lastFailure)
+    && Boolean(health.lastFailureAt)
+    && Date.now() - new Date(health.lastFailureAt) >= RECOVERED_AFTER_MS;
 }
 
 export function healthBadge(health) {

@@ -50,7 +50,7 @@ export async function overviewPage() {
           title: a.config.id }, a.config.name || a.config.id)),
         h("td", {}, healthBadge(a.config.health), a.reason ? h("span", { class: "muted" }, ` ${a.reason}`)
           : null, a.unanswered ? h("div", { class: "bad unanswered" },
-          `${number(a.unanswered)} without an answer yet, the oldest sent `,
+          `${number(a.unanswered)} without an answer yet, the oldest claimed `,
           relative(a.unansweredSince)) : null),
         h("td", { class: "num" }, number(a.failures)),
         h("td", { class: "num" }, number(a.attempts)),
