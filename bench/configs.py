@@ -218,7 +218,7 @@ def _api(pg, size: int, options: argparse.Namespace) -> dict:
     sql(dsn, "VACUUM ANALYZE", autocommit=True)
     timings: dict[str, list[float]] = {name: [] for name in API_CALLS}
     with history_api.web(dsn) as url, requests.Session() as session:
-        session.headers["Authorization"] = f"Bearer {_viewer_token(dsn)}"
+        session.headers["Authorization"] = f"Bearer {env.api_token(dsn, 'viewer', 'bench-configs')}"
 
         def post(query: str, variables: dict) -> None:
             response = session.post(f"{url}/graphql", timeout=60,
@@ -236,16 +236,6 @@ def _api(pg, size: int, options: argparse.Namespace) -> dict:
     return {"configs": size, "calls": {
         name: {"p50_ms": round(_percentile(sorted(t), 50), 2),
                "p99_ms": round(_percentile(sorted(t), 99), 2)} for name, t in timings.items()}}
-
-
-def _viewer_token(dsn: str) -> str:
-    from db import tokens
-    from db.pool import ConnectionPool
-
-    pool = ConnectionPool(dsn, size=1)
-    _, token = tokens.create(pool, name=f"bench-configs-{time.time_ns()}", role="viewer")
-    pool.close()
-    return token
 
 
 def _ratios(results: dict, options: argparse.Namespace) -> dict:
@@ -317,25 +307,12 @@ def _parts(text: str) -> list[str]:
     return parts
 
 
-def _numbers(minimum: int):
-    """Return a parser of numbers separated by /, each at least `minimum`."""
-    def parse(text: str) -> list[int]:
-        try:
-            values = [int(part.replace("_", "").replace(",", "")) for part in text.split("/")]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
-        if not values or any(value < minimum for value in values):
-            raise argparse.ArgumentTypeError(f"each value must be {minimum} or more")
-        return values
-    return parse
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench configs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=_numbers(2), default=[1_000, 10_000, 100_000],
+    parser.add_argument("--sizes", type=env.numbers(2), default=[1_000, 10_000, 100_000],
                         help="numbers of configs, separated by / (default 1000/10000/100000)")
-    parser.add_argument("--workers", type=_numbers(1), default=[1, 4],
+    parser.add_argument("--workers", type=env.numbers(1), default=[1, 4],
                         help="worker processes of each dispatch run, separated by / "
                              "(default 1/4)")
     parser.add_argument("--parts", type=_parts, default=list(PARTS),

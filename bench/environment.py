@@ -4,6 +4,7 @@ tests/database.py and tests/processes.py)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -139,6 +140,32 @@ def statement_stats(pg) -> None:
     sql(pg.dsn, "ALTER SYSTEM SET pg_stat_statements.track = 'all'", autocommit=True)
     pg.stop()
     pg.start()
+
+
+def numbers(minimum: int):
+    """Return an argparse type: numbers separated by /, each at least `minimum`."""
+    def parse(text: str) -> list[int]:
+        try:
+            values = [int(part.replace("_", "").replace(",", "")) for part in text.split("/")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
+        if not values or any(value < minimum for value in values):
+            raise argparse.ArgumentTypeError(f"each value must be {minimum} or more")
+        return values
+    return parse
+
+
+def api_token(dsn: str, role: str, prefix: str) -> str:
+    """Create an API token of `role` on the database at `dsn` (named `prefix` and a unique
+    suffix); return it."""
+    from db import tokens
+    from db.pool import ConnectionPool
+
+    pool = ConnectionPool(dsn, size=1)
+    try:
+        return tokens.create(pool, name=f"{prefix}-{time.time_ns()}", role=role)[1]
+    finally:
+        pool.close()
 
 
 def dumps(value) -> str:

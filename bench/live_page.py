@@ -46,26 +46,18 @@ PAGES = {  # name -> the page's address (ids filled in once the database exists)
 }
 CHROMIUM = os.environ.get("WEBHOOKS_CHROMIUM", "/usr/bin/chromium")
 EXIT_USAGE = 2
-# What the page's requests sent since the last reset: the statements themselves, not those a
-# function they call runs inside them, and neither transaction control nor the reading of the
-# statistics.
+# What the page's requests sent since the last reset, most called first: the statements
+# themselves, not those a function they call runs inside them, and neither transaction
+# control nor the reading of the statistics.
 STATEMENTS = r"""
-SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(total_exec_time), 0)::float8,
-       coalesce(sum(rows), 0)::bigint
-FROM pg_stat_statements
-WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-  AND toplevel AND query !~* '^\s*(BEGIN|COMMIT|ROLLBACK|SET|SHOW)\y'
-  AND query !~* 'pg_stat_statements'
-"""
-TOP = r"""
-SELECT calls, left(regexp_replace(query, '\s+', ' ', 'g'), 120)
+SELECT calls, total_exec_time, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 120)
 FROM pg_stat_statements
 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND toplevel AND query !~* '^\s*(BEGIN|COMMIT|ROLLBACK|SET|SHOW)\y'
   AND query !~* 'pg_stat_statements'
 ORDER BY calls DESC, total_exec_time DESC
-LIMIT 5
 """
+MOST_CALLED = 5  # statements named in the results, per page
 STAGE = """
 UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, last_status_code = 500,
        last_error = 'HTTP 500: upstream down', attempt_count = 1
@@ -129,7 +121,7 @@ def _measure(browser, dsn: str, progress) -> dict:
                  for name, page in PAGES.items()}
     measured = {}
     with history_api.web(dsn) as url:
-        token = _operator_token(dsn)
+        token = env.api_token(dsn, "operator", "bench-live")
         for name, address in addresses.items():
             measured[name] = _one_minute(browser, url, token, address, dsn)
             progress(f"  {name}: {measured[name]['requests']} requests, "
@@ -164,25 +156,17 @@ def _one_minute(browser, url: str, token: str, address: str, dsn: str) -> dict:
                 page.clock.fast_forward(REFRESH_SECONDS * 1000)
             page.wait_for_load_state("networkidle")
         elapsed = time.perf_counter() - started
-        statements, database_ms, rows = sql(dsn, STATEMENTS)[0]
-        top = [{"calls": calls, "statement": text} for calls, text in sql(dsn, TOP)]
+        sent = sql(dsn, STATEMENTS)
     finally:
         context.close()
+    statements = sum(calls for calls, _, _, _ in sent)
     return {"requests": len(requests), "statements": statements,
-            "database_ms": round(database_ms, 1), "rows": rows,
+            "database_ms": round(sum(ms for _, ms, _, _ in sent), 1),
+            "rows": sum(rows for _, _, rows, _ in sent),
             "statements_per_request": round(statements / max(1, len(requests)), 1),
-            "wall_seconds": round(elapsed, 1), "most_called": top}
-
-
-def _operator_token(dsn: str) -> str:
-    from db import tokens
-    from db.pool import ConnectionPool
-
-    pool = ConnectionPool(dsn, size=1)
-    try:
-        return tokens.create(pool, name=f"bench-live-{time.time_ns()}", role="operator")[1]
-    finally:
-        pool.close()
+            "wall_seconds": round(elapsed, 1),
+            "most_called": [{"calls": calls, "statement": text}
+                            for calls, _, _, text in sent[:MOST_CALLED]]}
 
 
 def table(results: dict) -> str:
@@ -197,20 +181,10 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _sizes(text: str) -> list[int]:
-    try:
-        values = [int(part.replace("_", "").replace(",", "")) for part in text.split("/")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
-    if not values or any(value <= BUSY for value in values):
-        raise argparse.ArgumentTypeError(f"each size must be more than {BUSY}")
-    return values
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench live-page", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=_sizes, default=[1_000, 100_000],
+    parser.add_argument("--sizes", type=env.numbers(BUSY + 1), default=[1_000, 100_000],
                         help="numbers of configs, separated by / (default 1000/100000)")
     parser.add_argument("--fast-unsafe", action="store_true",
                         help="fsync off (a smoke test, not a measure)")

@@ -35,4 +35,4 @@ def test_the_live_page_benchmark_explains_itself_and_refuses_bad_sizes():
     assert shown.returncode == 0 and "--sizes" in shown.stdout
     refused = subprocess.run([sys.executable, "-m", "bench", "live-page", "--sizes", "10"],
                              cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 2 and "each size must be more than" in refused.stderr
+    assert refused.returncode == 2 and "each value must be 41 or more" in refused.stderr
