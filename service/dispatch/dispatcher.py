@@ -221,7 +221,7 @@ class Dispatcher:
                 circuit.report_probe(item.config_id, item.id, self.telemetry)
         inactive = [c for c in claimed if not c.config_active]
         changed = [c for c in claimed if c.config_active
-                   and self._changed.get(c.config_id, -math.inf) >= began]
+                   and self._changed_since(c.config_id, began)]
         held_back = {claim_key(c) for c in changed}
         for item in claimed:
             self.inflight[claim_key(item)] = item
@@ -317,7 +317,12 @@ class Dispatcher:
         outdated = key in self._outdated
         self._outdated.discard(key)
         return (outdated or not self._claiming
-                or self._changed.get(claimed.config_id, -math.inf) >= self._started_at[key])
+                or self._changed_since(claimed.config_id, self._started_at[key]))
+
+    def _changed_since(self, config_id: str, moment: float) -> bool:
+        """Return True when config `config_id` was heard to change at or after the monotonic
+        `moment` (a claim that began before may hold what must not be sent)."""
+        return self._changed.get(config_id, -math.inf) >= moment
 
     def _send(self, claimed: Claimed) -> Finished:
         try:
