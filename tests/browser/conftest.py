@@ -171,6 +171,19 @@ def sign_in(page, url: str, token: str) -> None:
     page.wait_for_selector("#nav:not([hidden])")
 
 
+def redrawn(page, action) -> None:
+    """Run `action` (a click that moves the page on) and return once the page it leads to is
+    drawn: what is shown before is marked stale first, so a wait that follows never finds the
+    page that was there (which may show the same words) before it is replaced."""
+    page.evaluate("document.querySelectorAll('main > *')"
+                  ".forEach((element) => { element.dataset.stale = '1'; })")
+    action()
+    page.wait_for_function("""() => {
+        const main = document.querySelector('main');
+        return main.children.length > 0 && !main.querySelector('[data-stale], .loading');
+    }""")
+
+
 def shoot(page, name: str) -> None:
     """Save a screenshot as docs/dashboard/NAME.png when WEBHOOKS_SCREENSHOTS=1."""
     if os.environ.get("WEBHOOKS_SCREENSHOTS") == "1":

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from db import health
-from tests.browser.conftest import WAIT_MS, open_page, shoot, sign_in
+from tests.browser.conftest import WAIT_MS, open_page, redrawn, shoot, sign_in
 from tests.helpers import wait_until
 from tests.receivers import Receiver, Reply
 
@@ -71,8 +71,9 @@ def test_an_operator_signs_in_filters_opens_replays_and_bulk_replays(
     page.click("#filter-config-options li:has-text('shop')")
     assert page.locator(".chips .chip").get_attribute("title") == config.id
     page.check("input[name=status][value=FAILED]")
-    page.click("text=Apply filters")
-    page.wait_for_selector("#total:text-is('3 matching')")
+    redrawn(page, lambda: page.click("text=Apply filters"))
+    assert page.locator("#total").inner_text() == "3 matching"
+    assert "status=FAILED" in page.url
     rows = page.locator("table tbody tr")
     assert rows.count() == 3
     assert rows.first.locator("td").nth(3).inner_text() == "shop"
