@@ -275,6 +275,8 @@ def update(
         "block_on_failure": block_on_failure,
     }
     with pool.transaction() as cursor:
+        if ordering is not None or block_on_failure is not None:
+            lock_for_change(cursor, [id], pending_of=[id])  # their turns may move
         cursor.execute(QUERIES["update_config"], params)
         config = _found(as_dict(cursor), id)
         health.set_limits(cursor, id, max_in_flight=max_in_flight,
@@ -296,18 +298,25 @@ def deactivate(pool: ConnectionPool, id: str, *, reason: str = "deactivated by a
     transaction."""
     with pool.transaction() as cursor:
         health.act_as(cursor, actor, reason)
+        lock_for_change(cursor, [id], pending_of=[id])
         change = deactivate_in(cursor, id)
         if change.changed:
             health.note_reason(cursor, id, reason)
         return change
 
 
+def lock_for_change(cursor: Any, ids: Sequence[str], *, pending_of: Sequence[str]) -> None:
+    """In the caller's transaction, before changing configs `ids`: lock them, then the pending
+    deliveries of `pending_of` (those whose change moves them), then their health rows, in
+    the one lock order every statement follows (docs/architecture.md)."""
+    cursor.execute(QUERIES["lock_for_config_change"],
+                   {"configs": sorted(set(ids)), "pending_of": sorted(set(pending_of))})
+
+
 def deactivate_in(cursor: Any, id: str) -> ConfigChange:
-    """In the caller's transaction (whose actor and reason are set): mark a config inactive
-    and cancel its pending deliveries. The caller then notes the reason on its health row
-    (`health.note_reason`) if it changed: the deliveries before the health row, since a claim
-    holds the deliveries it is taking and then waits for the health row, so the other order
-    would deadlock with it."""
+    """In the caller's transaction (whose actor and reason are set, and which took the locks
+    of `lock_for_change`): mark a config inactive and cancel its pending deliveries. The
+    caller then notes the reason on its health row (`health.note_reason`) if it changed."""
     cursor.execute(QUERIES["set_config_active"], {"id": id, "active": False})
     row = as_dict(cursor)
     config = _found(_without_changed(row), id)
@@ -322,11 +331,12 @@ def delete(pool: ConnectionPool, id: str, *, actor: str | None = None) -> Config
     reason = "deleted by an operator"
     with pool.transaction() as cursor:
         health.act_as(cursor, actor, reason)
+        lock_for_change(cursor, [id], pending_of=[id])
         cursor.execute(QUERIES["delete_config"], {"id": id})
         config = _found(as_dict(cursor), id)
         cursor.execute(QUERIES["cancel_pending_deliveries_of_config"], {"id": id})
         change = ConfigChange(config, cursor.rowcount)
-        health.note_reason(cursor, id, reason)  # last: see deactivate_in
+        health.note_reason(cursor, id, reason)
         return change
 
 

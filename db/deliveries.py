@@ -171,15 +171,13 @@ def record_and_deactivate(pool: ConnectionPool, results: Sequence[AttemptResult]
     many pending deliveries it cancelled (one found inactive or deleted is left out).
     `configs_touched`: the configs of all of `results`.
 
-    Its locks are taken first, in the order claims and records take theirs
-    (lock_for_deactivation): the configs, the pending deliveries, the health rows. Unlike
-    `record_and_settle` this holds the health rows until its commit: a 410 is rare."""
+    Its locks are taken first, in the one lock order (`configs.lock_for_change`): the
+    configs, the pending deliveries, the health rows. Unlike `record_and_settle` this holds
+    the health rows until its commit: a 410 is rare."""
     deactivated: dict[str, int] = {}
     with pool.transaction() as cursor:
         health.act_as(cursor, None, reason)
-        cursor.execute(QUERIES["lock_for_deactivation"],
-                       {"configs": sorted(set(configs_touched) | set(deactivate)),
-                        "gone": sorted(deactivate)})
+        configs.lock_for_change(cursor, [*configs_touched, *deactivate], pending_of=deactivate)
         for config_id in sorted(deactivate):
             try:
                 change = configs.deactivate_in(cursor, config_id)
@@ -316,6 +314,7 @@ def replay(cursor: Any, delivery_id: int) -> Replay:
     Raises NotFound for an unknown delivery and NotEligible (saying why) for any other state,
     or when its config is inactive or deleted.
     """
+    cursor.execute(QUERIES["lock_key_turns_of_deliveries"], {"ids": [delivery_id]})
     cursor.execute(QUERIES["replay_delivery"], {"id": delivery_id})
     row = as_dict(cursor)
     if row is not None:
@@ -361,6 +360,7 @@ def replay_page(
     page, has_more = [id for _, id in listed[:limit]], len(listed) > limit
     if not page:
         return ReplayPage([], [], [], has_more=False, last=None)
+    cursor.execute(QUERIES["lock_key_turns_of_deliveries"], {"ids": page})
     cursor.execute(QUERIES["replay_listed_deliveries"], {"ids": page})
     replayed, expedited, skipped = [], [], []
     for row in as_dicts(cursor):

@@ -58,7 +58,7 @@ def blocked_keys(pool: ConnectionPool, config_id: str, *, limit: int,
 
 
 def count_blocked(pool: ConnectionPool) -> int:
-    """Return how many keys a failure holds now, over every ordered config."""
+    """Return how many distinct keys a failure holds now, over the active ordered configs."""
     with pool.transaction() as db:
         db.execute(QUERIES["count_blocked_keys"])
         return as_dict(db)["blocked"]

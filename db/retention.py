@@ -30,6 +30,7 @@ class Deleted:
     replay_requests: int = 0
     rejected_events: int = 0
     attempt_counts: int = 0  # per-config attempt counts of periods past their window
+    ordering_keys: int = 0  # keys forgotten with their last delivery
     skipped: bool = False  # another worker held the lock
 
 
@@ -141,9 +142,16 @@ class _Batches:
                 cursor.execute(QUERIES["delete_expired_deliveries"],
                                {"statuses": [str(s) for s in statuses], "age": age,
                                 "limit": batch})
-                event_ids = [row[0] for row in cursor.fetchall()]
+                rows = cursor.fetchall()
+                event_ids = [event_id for event_id, _, _ in rows]
                 cursor.execute(QUERIES["delete_orphan_events"], {"ids": list(set(event_ids))})
                 deleted.events += cursor.rowcount
+                keys = sorted({(config_id, key) for _, config_id, key in rows if config_id})
+                if keys:
+                    cursor.execute(QUERIES["delete_forgotten_ordering_keys"],
+                                   {"config_ids": [c for c, _ in keys],
+                                    "keys": [k for _, k in keys]})
+                    deleted.ordering_keys += cursor.rowcount
             total += len(event_ids)
             pause()
             if len(event_ids) < batch:

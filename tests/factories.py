@@ -81,11 +81,15 @@ class Factories:
             cursor.execute(sql, params)
             return cursor.fetchone()[0]
 
-    def column(self, sql: str, params: Any = None) -> list[Any]:
-        """Return the first column of every row `sql` selects."""
+    def rows(self, sql: str, params: Any = None) -> list[tuple]:
+        """Return every row `sql` selects."""
         with self.pool.transaction() as cursor:
             cursor.execute(sql, params)
-            return [row[0] for row in cursor.fetchall()]
+            return cursor.fetchall()
+
+    def column(self, sql: str, params: Any = None) -> list[Any]:
+        """Return the first column of every row `sql` selects."""
+        return [row[0] for row in self.rows(sql, params)]
 
 
 def dumps(value: Any) -> str:

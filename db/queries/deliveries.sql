@@ -21,10 +21,15 @@
 -- through the whole claim, and every record of that config (which frees slots on the same
 -- row) would queue behind it.
 -- That UPDATE checks again, on the row as it is now, that the slots and the probe are still
--- there; when a concurrent claim of another worker took them, `claim_counted` aborts this
--- claim (SQLSTATE 40001) and the caller runs it again. So the cap is counted, never
--- inferred, and of the workers racing for an open circuit exactly one takes its probe (a
--- compare-and-swap on the circuit).
+-- there and that the config's version is the one read; when a concurrent claim of another
+-- worker took them, or the config changed meanwhile, `claim_counted` aborts this claim
+-- (SQLSTATE 40001) and the caller runs it again. So the cap is counted, never inferred, of
+-- the workers racing for an open circuit exactly one takes its probe (a compare-and-swap on
+-- the circuit), and a claim never returns an endpoint or a secret a committed change
+-- replaced: the config's row is read from the statement's snapshot, and every change of
+-- what a request is sent with counts up the version on the health row this step locks, so a
+-- change that committed while the claim ran is seen here, and the claim is run again on a
+-- snapshot that holds it.
 WITH health AS MATERIALIZED (
     -- Configs that may send now and have something due, the longest-unserved first, with
     -- how many deliveries each may take.
@@ -134,11 +139,13 @@ counted AS (
                                  + make_interval(secs => c.claimed / h.rate_per_second) END,
         ramp_started_at = CASE WHEN h.ramp_started_at > now() - make_interval(secs => %(ramp)s::float8)
                                THEN h.ramp_started_at END
-    FROM (SELECT d.config_id, count(*) AS claimed, min(r.circuit) AS circuit
+    FROM (SELECT d.config_id, count(*) AS claimed, min(r.circuit) AS circuit,
+                 min(r.version) AS version
           FROM claimed d JOIN health r USING (config_id)
           GROUP BY d.config_id) c
     JOIN locked USING (config_id)
     WHERE h.config_id = c.config_id
+      AND h.version = c.version
       AND h.circuit = c.circuit
       AND h.paused_at IS NULL
       AND h.in_flight + c.claimed <= config_cap(h, %(cap)s::integer, %(ramp)s::float8)
@@ -279,28 +286,6 @@ UNION ALL
 SELECT 'settled', NULL, NULL, NULL, NULL, config_id, was, circuit, reason,
        consecutive_failures, next_probe_at, 0
 FROM settled
-
--- lock_for_deactivation --
--- Take, in the order every other statement takes them, the locks a record that deactivates configs needs: the rows of every config its results touch (`configs`, in id order), the pending deliveries of the configs it deactivates (`gone`), then those configs' health rows (in id order), one statement after the other
---
--- Claims lock pending deliveries and then health rows; records lock configs, then health rows;
--- updating a config also updates its health row (its version): so a transaction that updates
--- configs, cancels deliveries and records results must hold the configs before the
--- deliveries, and the deliveries before any health row, or it deadlocks with them.
-SELECT count(*) FROM (
-    SELECT id FROM configs WHERE id = ANY(%(configs)s::text[]) ORDER BY id FOR UPDATE
-) configs_locked;
-SELECT count(*) FROM (
-    SELECT id FROM deliveries
-    WHERE config_id = ANY(%(gone)s::text[]) AND status = 'pending'
-    FOR UPDATE
-) deliveries_locked;
-SELECT count(*) FROM (
-    SELECT config_id FROM config_health
-    WHERE config_id = ANY(%(configs)s::text[])
-    ORDER BY config_id
-    FOR UPDATE
-) health_locked
 
 -- hand_back_transition --
 -- The hand-back transition, written once (included by release_claims and recover_stale_claims): each delivery of the statement's `back` (id, config_id, claim_token, note) with an active config (in `configs_now`) becomes pending again, due as soon as it was before its claim so that it keeps its place in the due order; one whose config is off is cancelled; the claim is cleared and a note, if any, becomes its last error

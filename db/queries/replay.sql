@@ -120,3 +120,26 @@ SELECT p.id, r.action, p.status, p.config_id IN (SELECT id FROM configs_now) AS 
 FROM page p
 LEFT JOIN replayed r ON r.id = p.id
 ORDER BY p.id DESC
+
+-- lock_key_turns_of_deliveries --
+-- Before replaying the given deliveries, take what replaying them may move, in the one lock order: their configs (share, in id order), then the pending deliveries of their ordering keys, one statement after the other
+--
+-- A replayed delivery of an ordered key may become its key's head, and the key's turns are
+-- then settled: the delivery that was due is made to wait. A claim holds that delivery and
+-- then waits for its config's health row, which the replay's own trigger takes first: locked
+-- here, before anything is changed, the replay waits for the claim to commit instead (and then
+-- sees it in flight, so the replayed delivery waits its turn), and claims skip what it holds.
+SELECT count(*) FROM (
+    SELECT id FROM configs
+    WHERE id IN (SELECT config_id FROM deliveries WHERE id = ANY(%(ids)s::bigint[]))
+    ORDER BY id
+    FOR SHARE
+) configs_locked;
+SELECT count(*) FROM (
+    SELECT w.id
+    FROM (SELECT DISTINCT config_id, ordering_key FROM deliveries
+          WHERE id = ANY(%(ids)s::bigint[]) AND sequence IS NOT NULL) k
+    JOIN deliveries w ON w.config_id = k.config_id AND w.ordering_key = k.ordering_key
+    WHERE w.sequence IS NOT NULL AND w.status = 'pending'
+    FOR UPDATE OF w
+) deliveries_locked

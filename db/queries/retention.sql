@@ -1,13 +1,19 @@
 -- delete_expired_deliveries --
--- Delete a bounded batch of deliveries in the given terminal states older than the age and their attempts (in one set-based delete by delivery id, not one cascade per delivery); return their event ids. The states are a constant array, so the planner proves the partial index of their age (succeeded, or failed and cancelled) applies.
+-- Delete a bounded batch of deliveries in the given terminal states older than the age and their attempts (in one set-based delete by delivery id, not one cascade per delivery), but a failed delivery that holds its ordering key while its config exists; return their event ids, and the config and key of those that had a place in a key's order. The states are a constant array, so the planner proves the partial index of their age (succeeded, or failed and cancelled) applies.
+--
+-- A delivery that holds its key keeps it however old: deleted, the key's next delivery would
+-- go out with nothing skipped and nobody told. An operator skips it or replays it; a deleted
+-- config's holders go with the age like any other failure.
 WITH doomed AS (
-    SELECT id
-    FROM deliveries
-    WHERE status = ANY (%(statuses)s::text[])
-      AND updated_at < now() - make_interval(secs => %(age)s)
-    ORDER BY updated_at
+    SELECT d.id
+    FROM deliveries d
+    WHERE d.status = ANY (%(statuses)s::text[])
+      AND d.updated_at < now() - make_interval(secs => %(age)s)
+      AND NOT (d.blocks_key AND EXISTS (SELECT 1 FROM configs c
+                                        WHERE c.id = d.config_id AND c.deleted_at IS NULL))
+    ORDER BY d.updated_at
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF d SKIP LOCKED
 ),
 attempts AS (
     DELETE FROM delivery_attempts WHERE delivery_id = ANY (ARRAY(SELECT id FROM doomed))
@@ -15,7 +21,16 @@ attempts AS (
 DELETE FROM deliveries d
 USING doomed
 WHERE d.id = doomed.id AND d.status = ANY (%(statuses)s::text[])
-RETURNING d.event_id
+RETURNING d.event_id, CASE WHEN d.sequence IS NOT NULL THEN d.config_id END AS config_id,
+          CASE WHEN d.sequence IS NOT NULL THEN d.ordering_key END AS ordering_key
+
+-- delete_forgotten_ordering_keys --
+-- Forget the given ordering keys of configs that have no delivery left (retention deleted their last one): a key that comes again starts its sequence at 1
+DELETE FROM ordering_keys k
+USING unnest(%(config_ids)s::text[], %(keys)s::text[]) AS t (config_id, ordering_key)
+WHERE k.config_id = t.config_id AND k.ordering_key = t.ordering_key
+  AND NOT EXISTS (SELECT 1 FROM deliveries d
+                  WHERE d.config_id = k.config_id AND d.ordering_key = k.ordering_key)
 
 -- delete_orphan_events --
 -- Delete the given events once no delivery refers to them

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from db import deliveries, events
+from db import configs, deliveries, events
 from graphql_schema import cursors
 from tests.endpoint_health import RULES, claim, result
 
@@ -84,3 +84,56 @@ def test_blocked_keys_page_by_key(api, make):
     assert api.code(BLOCKED, {"id": config.id, "after": "bm9wZQ"}) == "BAD_USER_INPUT"
     for wrong in (cursors.encode("blockedKeys", key=5), cursors.encode("healthChanges", id=1)):
         assert api.code(BLOCKED, {"id": config.id, "after": wrong}) == "BAD_USER_INPUT"
+
+
+def test_a_key_held_twice_is_one_key_in_the_listing_its_pages_and_the_count(api, make):
+    """An earlier failure of a key, skipped, then replayed and failed again behind a later
+    failure of the same key: two deliveries hold the key, which is still one key."""
+    rules = dataclasses.replace(RULES, failures_to_open=100)  # no circuit in the way
+
+    def fail_what_is_due() -> list[int]:
+        claimed = claim(make, limit=10, rules=rules)
+        for one in claimed:
+            failed = dataclasses.replace(result(one, 400), next_status="failed",
+                                         next_delay=None)
+            deliveries.record_and_settle(make.pool, [failed], rules)
+        return sorted(one.id for one in claimed)
+
+    config = make.config(event_types=["twice"], ordering="per_key")
+    earlier, later = (_publish(make, "twice", n, "k2") for n in range(2))
+    other = _publish(make, "twice", 2, "k1")
+    assert fail_what_is_due() == [earlier, other]
+    api.data(SKIP, {"id": str(earlier)})
+    assert fail_what_is_due() == [later]  # the key went on, and its next failure holds it
+    with make.pool.transaction() as cursor:
+        deliveries.replay(cursor, earlier)  # its key's head again: sent, and fails again
+    assert fail_what_is_due() == [earlier]
+    assert make.count("SELECT count(*) FROM deliveries WHERE blocks_key AND ordering_key = "
+                      "'k2'") == 2
+
+    data = api.data(BLOCKED, {"id": config.id})
+    nodes = [e["node"] for e in data["config"]["blockedKeys"]["edges"]]
+    assert [(n["orderingKey"], n["deliveryId"]) for n in nodes] == [("k1", str(other)),
+                                                                     ("k2", str(earlier))]
+    assert data["stats"]["blockedKeys"] == 2
+    seen, after = [], None
+    while True:  # one key a page: every key once, none dropped
+        page = api.data(BLOCKED, {"id": config.id, "first": 1, "after": after})
+        page = page["config"]["blockedKeys"]
+        seen += [e["node"]["orderingKey"] for e in page["edges"]]
+        if not page["hasNextPage"]:
+            break
+        after = page["endCursor"]
+    assert seen == ["k1", "k2"]
+
+
+def test_the_count_of_held_keys_leaves_out_inactive_and_deleted_configs(api, make):
+    kept, paused, gone = (make.config(event_types=[f"count-{n}"], ordering="per_key")
+                          for n in range(3))
+    for n, config in enumerate((kept, paused, gone)):
+        _publish(make, config.event_types[0], n, "k")
+        _fail_head(make)
+    assert api.data(BLOCKED, {"id": kept.id})["stats"]["blockedKeys"] == 3
+    configs.deactivate(make.pool, paused.id)
+    configs.delete(make.pool, gone.id)
+    assert api.data(BLOCKED, {"id": kept.id})["stats"]["blockedKeys"] == 1
