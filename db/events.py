@@ -9,13 +9,13 @@ from datetime import datetime
 from typing import Any
 
 from db.errors import InvalidInput
+from db.event_keys import given_ordering_key
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_type
 from db.sql import QUERIES
 
 MAX_ID_LENGTH = 255
 MAX_TYPE_LENGTH = 255
-MAX_ORDERING_KEY_LENGTH = 255
 
 
 @dataclass(frozen=True)
@@ -24,8 +24,8 @@ class NewEvent:
 
     From a broker message it may also carry the message key and the producer's W3C trace
     context (`traceparent`, `tracestate`), which the event's delivery attempts continue. Its
-    ordering key (the message key as text, or the API's `orderingKey`) goes to each of its
-    deliveries.
+    ordering key (what db.event_keys makes of the message key or of the API's `orderingKey`)
+    goes to each of its deliveries.
     """
 
     id: str
@@ -49,24 +49,15 @@ def encode_payload(payload: Any) -> str:
     return json.dumps(payload, separators=(",", ":"), allow_nan=False)
 
 
-def checked_ordering_key(key: str | None) -> str | None:
-    """Return an ordering key fit to store (empty: none), or raise InvalidInput."""
-    if key is None or key == "":
-        return None
-    if len(key) > MAX_ORDERING_KEY_LENGTH:
-        raise InvalidInput(f"orderingKey: longer than {MAX_ORDERING_KEY_LENGTH} characters")
-    if "\x00" in key:
-        raise InvalidInput("orderingKey: must not contain NUL characters")
-    if not _is_unicode(key):
-        raise InvalidInput("orderingKey: must be valid Unicode (no lone surrogates)")
-    return key
-
-
 def new_event(
     id: str, type: str, payload: Any, *, max_payload: int, occurred_at: datetime | None = None,
     ordering_key: str | None = None,
 ) -> NewEvent:
-    """Validate an event's fields and return it, or raise InvalidInput saying what is wrong."""
+    """Validate an event's fields and return it, or raise InvalidInput saying what is wrong.
+
+    `ordering_key` is the key as an API caller gave it, as text: the event keeps what
+    db.event_keys makes of it.
+    """
     if not isinstance(type, str) or not type.strip():
         raise InvalidInput("type: must be a non-empty string")
     if len(type) > MAX_TYPE_LENGTH:
@@ -88,7 +79,7 @@ def new_event(
     if len(text) > max_payload:
         raise InvalidInput(f"payload: {len(text)} bytes is over the limit of {max_payload} bytes")
     return NewEvent(id=id, type=type, payload=text, occurred_at=occurred_at,
-                    ordering_key=checked_ordering_key(ordering_key))
+                    ordering_key=given_ordering_key(ordering_key))
 
 
 def _is_unicode(text: str) -> bool:

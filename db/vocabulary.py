@@ -44,7 +44,6 @@ class PoisonKind(StrEnum):
     INVALID_EVENT = "invalid_event"  # a field of the envelope is unusable
     INVALID_JSON = "invalid_json"
     INVALID_ID = "invalid_id"  # an `id` that is neither a string nor a number
-    INVALID_KEY = "invalid_key"  # a message key that cannot be an ordering key
     UNREADABLE = "unreadable"  # a message the envelope rules missed
     UNSTORABLE = "unstorable"  # the database refused it
 

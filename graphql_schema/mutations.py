@@ -9,7 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.tools import merge_types
 
-from db import events
+from db import event_keys, events
 from graphql_schema.access import operator_mutation
 from graphql_schema.config_mutations import ConfigMutations
 from graphql_schema.context import Info
@@ -27,9 +27,12 @@ class PublishEventInput:
                     "creates nothing. Generated when omitted.")
     ordering_key: str | None = strawberry.field(
         default=None,
-        description=f"The event's ordering key (at most {events.MAX_ORDERING_KEY_LENGTH} "
-                    "characters; empty: none), as a Kafka message key is: shown on its "
-                    "deliveries and filterable.")
+        description=f"The event's ordering key, as a Kafka message key gives one (empty: "
+                    f"none): text of at most {event_keys.MAX_ORDERING_KEY_LENGTH} characters "
+                    "without NUL is kept as it is; any other text (longer, with NUL, or "
+                    f"starting with `{event_keys.ENCODED_PREFIX}` or "
+                    f"`{event_keys.DIGEST_PREFIX}`) is kept encoded, as the deliveries' "
+                    "`orderingKey` shows. Shown on its deliveries and filterable.")
 
 
 @strawberry.type

@@ -15,6 +15,7 @@ from db import health as health_rows
 from db import inspection, ordering, rates
 from db.configs import Config as ConfigRow
 from db.errors import InvalidInput
+from db.event_keys import DIGEST_PREFIX, ENCODED_PREFIX, MAX_ORDERING_KEY_LENGTH
 from db.health import Health as HealthRow
 from db.rates import UNANSWERED_SECONDS, AttemptRate
 from db.rejected import RejectedEvent as RejectedRow
@@ -86,8 +87,10 @@ class DeliverySummary:
     created_at: datetime
     updated_at: datetime
     ordering_key: str | None = strawberry.field(default=None, description=(
-        "Its event's ordering key: the Kafka message key as text, or publishEvent's "
-        "`orderingKey`; null without one."))
+        "Its event's ordering key: the Kafka message key or publishEvent's `orderingKey`, as "
+        f"text when it is UTF-8 of at most {MAX_ORDERING_KEY_LENGTH} characters without NUL, "
+        f"else encoded (`{ENCODED_PREFIX}` and its bytes in base64, or `{DIGEST_PREFIX}` and "
+        "their hex SHA-256 when longer); null without one."))
     held_by: Hold | None = strawberry.field(default=None, description=(
         "What holds this pending delivery back (its config's pause or circuit, or an earlier "
         "delivery of its key), since and until when; null when nothing does: it is sent when "

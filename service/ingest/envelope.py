@@ -13,10 +13,11 @@ Pure: no clock, network or database. A message's value is a UTF-8 JSON object:
   unreadable date is not a reason to refuse an event (with neither `payload` nor `data`
   it still reaches the endpoint inside the payload).
 
-Beside the value, the message key is recorded as it is (never required) and is the event's
-ordering key, as text: a key that is not UTF-8 (or holds NUL, or is over 255 characters) is
-refused, an empty key is none. The `traceparent`/`tracestate` headers are kept when valid
-(service.policy.trace_context); every other header, and an invalid trace context, is ignored.
+Beside the value, the message key is recorded as it is (never required) and gives the event's
+ordering key (db.event_keys: its text, or an encoded form of any other key; an empty key is
+none), so no key is a reason to refuse a message. The `traceparent`/`tracestate` headers are
+kept when valid (service.policy.trace_context); every other header, and an invalid trace
+context, is ignored.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from db.errors import InvalidInput
-from db.events import NewEvent, checked_ordering_key, new_event
+from db.event_keys import ordering_key
+from db.events import NewEvent, new_event
 from db.vocabulary import PoisonKind
 from service.policy.trace_context import from_headers
 
@@ -98,31 +100,14 @@ def parse(
     occurred_at = _instant(document.get("date")) or _instant(document.get("timestamp"))
     if occurred_at is None and timestamp_ms is not None and timestamp_ms > 0:
         occurred_at = _from_epoch(timestamp_ms / 1000)
-    ordering_key = _ordering_key(key)
     try:
         event = new_event(event_id, event_type, payload, max_payload=max_payload,
-                          occurred_at=occurred_at, ordering_key=ordering_key)
+                          occurred_at=occurred_at)
     except InvalidInput as error:
         raise Poison(PoisonKind.INVALID_EVENT, str(error)) from None
     trace = from_headers(headers)
-    return replace(event, key=key, trace_parent=trace and trace.parent,
-                   trace_state=trace and trace.state)
-
-
-def _ordering_key(key: bytes | None) -> str | None:
-    """Return the ordering key a message key gives (None without one), or raise Poison."""
-    if not key:
-        return None
-    try:
-        text = key.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise Poison(PoisonKind.INVALID_KEY,
-                     f"the message key is not UTF-8 text (byte {error.start}: {error.reason}); "
-                     "it is the event's ordering key") from None
-    try:
-        return checked_ordering_key(text)
-    except InvalidInput as error:
-        raise Poison(PoisonKind.INVALID_KEY, f"the message key: {error}") from None
+    return replace(event, key=key, ordering_key=ordering_key(key),
+                   trace_parent=trace and trace.parent, trace_state=trace and trace.state)
 
 
 def _load(text: str) -> Any:

@@ -36,21 +36,20 @@ def test_keys_headers_and_record_timestamps(library, make, producers, topic, sta
     producer.flush()
     start_worker(**consumer_settings(topic))
 
-    events = wait_until(lambda: len(e := stored_events(make)) == 3 and e)
+    events = wait_until(lambda: len(e := stored_events(make)) == 4 and e)
     record_time = datetime(2023, 1, 2, 0, 0, 0, 123000, tzinfo=UTC)
     assert {id: (e["key"], e["occurred_at"], e["trace_parent"]) for id, e in events.items()} == {
         "keyed": (b"customer-42", record_time, None),
+        "binary-key": (b"\x00\xff", record_time, None),
         "unkeyed": (None, record_time, None),
         "dated": (b"k", datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC), None),
     }
     with make.pool.transaction() as cursor:
         cursor.execute("SELECT id, ordering_key FROM events ORDER BY id")
-        assert dict(cursor.fetchall()) == {"keyed": "customer-42", "unkeyed": None,
-                                           "dated": "k"}
-        # A key that is not UTF-8 cannot be an ordering key: the message is rejected, saying so
-        cursor.execute("SELECT reason FROM rejected_events")
-        (reason,) = [row[0] for row in cursor.fetchall()]
-    assert reason.startswith("invalid_key: the message key is not UTF-8 text")
+        # a key that is not UTF-8 text is kept as sent and orders by its encoded form
+        assert dict(cursor.fetchall()) == {"keyed": "customer-42", "binary-key": "~b64:AP8=",
+                                           "unkeyed": None, "dated": "k"}
+    assert make.count("SELECT count(*) FROM rejected_events") == 0
 
 
 def test_trace_context_continues_into_every_attempt(library, make, producers, topic,

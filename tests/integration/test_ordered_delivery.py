@@ -5,15 +5,14 @@ unordered; other keys and unordered configs are not held."""
 
 from __future__ import annotations
 
-import collections
 import json
 import re
-import threading
 from pathlib import Path
 
 from db import configs, deliveries, events
 from db.vocabulary import Ordering
 from tests.helpers import wait_until, worker_metric
+from tests.ordered_endpoint import Script
 from tests.receivers import Receiver, Reply
 
 DELIVERY_DOCS = (Path(__file__).resolve().parents[2] / "docs" / "delivery.md").read_text()
@@ -23,37 +22,6 @@ def publish(make, type: str, n: int, key: str | None) -> None:
     event = events.new_event(f"{type}-{n}", type, {"n": n}, max_payload=1 << 20,
                              ordering_key=key)
     events.publish(make.pool, event)
-
-
-class Script:
-    """An endpoint that fails the first attempt of some events with 503, records who is in
-    flight at once per key, and answers the rest with 200."""
-
-    def __init__(self, fail_first: set[int], status: int = 503) -> None:
-        self.fail_first = fail_first
-        self.status = status
-        self.seen: set[int] = set()
-        self.in_flight: collections.Counter = collections.Counter()
-        self.most_at_once = 0
-        self.succeeded: list[tuple[str | None, int, str | None]] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, request) -> Reply:
-        n = json.loads(request.body)["data"]["n"]
-        key = request.headers.get("webhook-ordering-key")
-        with self.lock:
-            self.in_flight[key] += 1
-            self.most_at_once = max(self.most_at_once, self.in_flight[key])
-        try:
-            first = n not in self.seen
-            self.seen.add(n)
-            if first and n in self.fail_first:
-                return Reply(self.status, delay=0.02)
-            self.succeeded.append((key, n, request.headers.get("webhook-sequence")))
-            return Reply(200, delay=0.01)
-        finally:
-            with self.lock:
-                self.in_flight[key] -= 1
 
 
 def test_each_key_arrives_in_order_one_at_a_time_through_retries(make, start_worker):
