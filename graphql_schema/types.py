@@ -79,7 +79,9 @@ class DeliverySummary:
     config_id: strawberry.ID
     config_name: str | None = strawberry.field(description="The config's name, if it has one.")
     status: DeliveryStatus
-    attempt_count: int = strawberry.field(description="Attempts in the current generation.")
+    attempt_count: int = strawberry.field(description=(
+        "Requests sent in the current generation (an attempt the SSRF guard blocked sent none "
+        "and is not counted)."))
     replay_generation: int
     next_attempt_at: datetime | None
     last_status_code: int | None

@@ -229,7 +229,11 @@ moved AS (
                            OR (r.next_status = 'failed' AND c.id = ANY(%(gone)s::text[]))
                       THEN r.next_status
                       ELSE 'cancelled' END,
-        attempt_count = d.attempt_count + 1,
+        -- A request the SSRF guard stopped never went out: it spends none of the budget, and
+        -- a generation with no request sent has not started its retry window.
+        attempt_count = d.attempt_count + (r.outcome <> 'blocked')::integer,
+        generation_started_at = CASE WHEN r.outcome = 'blocked' AND d.attempt_count = 0
+                                     THEN NULL ELSE d.generation_started_at END,
         next_attempt_at = CASE WHEN r.next_status = 'pending' AND c.active
                                THEN now() + make_interval(secs => r.next_delay) END,
         last_backoff_seconds = CASE WHEN r.next_status = 'pending' AND c.active

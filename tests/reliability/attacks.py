@@ -164,14 +164,15 @@ def ssrf(dsn: str, workdir: Path, options: Options, say: Say = print) -> Verdict
 
 def judge_ssrf(rows: list[tuple], targets: list[str], listener: _Listener,
                opened: list[str] | None, facts: dict[str, Any], options: Options) -> Verdict:
-    """Check that every delivery failed at its one attempt, blocked, and nothing connected."""
+    """Check that every delivery failed at its one attempt, blocked and counted as no request
+    sent, and that nothing connected."""
     found = Findings()
     reasons: Counter = Counter()
     attempts = blocked = 0
     failed: set[int] = set()
     for endpoint, delivery, status, count, outcome, error in rows:
         where = f"{endpoint}: delivery {delivery}"
-        found.require((status, count) == ("failed", 1), "delivery not failed at its first attempt",
+        found.require((status, count) == ("failed", 0), "delivery not failed at its first attempt",
                       f"{where}: {status} after {count} attempts")
         if status == "failed":
             failed.add(delivery)

@@ -78,7 +78,7 @@ TARGETS = ["http://127.0.0.1:9/ssrf", "https://[::1]:9/ssrf"]
 
 
 def ssrf_rows(**changes) -> list[tuple]:
-    rows = [(target, n * 10 + round, "failed", 1, "blocked", BLOCKED.format(host=target))
+    rows = [(target, n * 10 + round, "failed", 0, "blocked", BLOCKED.format(host=target))
             for n, target in enumerate(TARGETS) for round in range(OPTIONS.ssrf_rounds)]
     if changes:
         rows[0] = (*rows[0][:2], *changes.values())
@@ -97,10 +97,12 @@ def test_a_faithful_ssrf_run_passes():
 
 
 @pytest.mark.parametrize(("rows", "seen", "opened", "problem"), [
-    (ssrf_rows(status="failed", count=1, outcome="network_error", error="refused"), listener(),
+    (ssrf_rows(status="failed", count=0, outcome="network_error", error="refused"), listener(),
      [], "attempt not clearly blocked"),
-    (ssrf_rows(status="pending", count=1, outcome="blocked", error="blocked: x"), listener(),
+    (ssrf_rows(status="pending", count=0, outcome="blocked", error="blocked: x"), listener(),
      [], "delivery not failed at its first attempt"),
+    (ssrf_rows(status="failed", count=1, outcome="blocked", error="blocked: x"), listener(),
+     [], "delivery not failed at its first attempt"),  # a blocked attempt sent no request
     (ssrf_rows()[1:], listener(), [], "deliveries missing"),
     (ssrf_rows(), listener(connections=1), [], "connection seen by the listener"),
     (ssrf_rows(), listener(controls=1), [], "the listener is blind"),
