@@ -185,7 +185,10 @@ def test_the_refresh_says_its_age_and_can_be_stopped_after_a_reload_and_a_second
     page.click("#live-toggle")
     page.click("#sign-out")
     sign_in(page, service_url, operator_token)
+    # The page the sign-in leads to is drawn (its header says when it was read) before the
+    # button is clicked: clicked while the header still moves, the click can miss it.
+    expect(age).to_have_text(re.compile(r"^updated"), timeout=WAIT_MS)
     page.click("#live-toggle")
-    assert page.inner_text("#live-toggle") == "Start auto-refresh"
+    expect(page.locator("#live-toggle")).to_have_text("Start auto-refresh", timeout=WAIT_MS)
     assert page.inner_text("#live-age").endswith("· paused")
     assert console.errors == []
