@@ -26,9 +26,9 @@ from pathlib import Path  # noqa: E402
 
 from bench import environment as env  # noqa: E402
 from bench import peers, scenarios  # noqa: E402
-from tests.support.pgbouncer import LocalPgBouncer  # noqa: E402
-from tests.support.postgres import temporary_postgres  # noqa: E402
-from tests.support.processes import machine  # noqa: E402
+from service.local.pgbouncer import LocalPgBouncer  # noqa: E402
+from service.local.postgres import temporary_postgres  # noqa: E402
+from service.local.processes import machine  # noqa: E402
 
 ALL = ("ceiling", "dispatch", "peers", "polling", "ingest", "latency", "backlog", "isolation",
        "pooler")

@@ -32,9 +32,9 @@ import requests
 from bench import environment as env
 from bench import history_api
 from bench.scenarios import DISPATCH_WHERE, _percentile
-from tests.support.database import fresh_database, sql
-from tests.support.postgres import temporary_postgres
-from tests.support.processes import ROOT, machine
+from db.adhoc import fresh_database, sql
+from service.local.postgres import temporary_postgres
+from service.local.processes import ROOT, machine
 
 PARTS = ("dispatch", "latency", "hot", "fan-out", "api")
 BASELINE = 10  # configs of the comparison runs
@@ -126,7 +126,7 @@ def _dispatch(pg, url: str, size: int, workers: int, options: argparse.Namespace
               idle: bool = True) -> dict:
     """Deliveries/s of `workers` workers over `size` configs (half idle with `idle`), with
     `options.window` deliveries measured after a warm-up; the claim statement's time."""
-    dsn = fresh_database(pg, f"configs_{size}_{workers}_{int(idle)}")
+    dsn = fresh_database(pg.dsn, f"configs_{size}_{workers}_{int(idle)}")
     sql(dsn, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements", autocommit=True)
     busy = size - (size // 2 if idle else 0)
     total = options.window + options.warmup
@@ -154,7 +154,7 @@ def _latency(pg, size: int, options: argparse.Namespace) -> dict:
     from db import events
     from db.pool import ConnectionPool
 
-    dsn = fresh_database(pg, f"configs_latency_{size}")
+    dsn = fresh_database(pg.dsn, f"configs_latency_{size}")
     record = Path(tempfile.mkdtemp()) / "delays.jsonl"
     with env.receiver(record=str(record)) as quiet_url, env.receiver() as other_url:
         if size:
@@ -189,7 +189,7 @@ def _fan_out(pg, url: str, options: argparse.Namespace) -> dict:
     from db import events
     from db.pool import ConnectionPool
 
-    dsn = fresh_database(pg, "configs_fan_out")
+    dsn = fresh_database(pg.dsn, "configs_fan_out")
     env.add_configs(dsn, url, options.fan_out, event_type="everyone", prefix="fan")
     env.add_configs(dsn, url, options.fan_out, event_type="nobody", prefix="other")
     sql(dsn, "VACUUM ANALYZE configs", autocommit=True)
@@ -209,7 +209,7 @@ def _fan_out(pg, url: str, options: argparse.Namespace) -> dict:
 
 def _api(pg, size: int, options: argparse.Namespace) -> dict:
     """p50/p99 of configs listings over HTTP with `size` configs (some open, some inactive)."""
-    dsn = fresh_database(pg, "configs_api")
+    dsn = fresh_database(pg.dsn, "configs_api")
     _populate(dsn, "http://127.0.0.1:9/hook", size, idle=True, per_busy=0)
     sql(dsn, "UPDATE config_health SET circuit = 'open', next_probe_at = now() + interval '1 h'"
              " WHERE config_id IN (SELECT id FROM configs ORDER BY random() LIMIT 50)")

@@ -15,11 +15,11 @@ from datetime import UTC, datetime, timedelta
 
 from bench import environment as env
 from db import inspection
+from db.adhoc import fresh_database, sql
 from db.filters import DeliveryFilter
 from db.pool import ConnectionPool
 from graphql_schema.queries import HISTORY_SCAN_LIMIT
-from tests.support.database import fresh_database, sql
-from tests.support.postgres import temporary_postgres
+from service.local.postgres import temporary_postgres
 
 FILL = """
 INSERT INTO configs (id, name, endpoint, secret, event_types)
@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     with temporary_postgres(fast_unsafe=True) as pg:
-        dsn = fresh_database(pg, "dashboard_bench")
+        dsn = fresh_database(pg.dsn, "dashboard_bench")
         started = time.monotonic()
         print(f"filling {args.deliveries:,} deliveries ...", flush=True)
         sql(dsn, FILL, {"n": args.deliveries, "secret": env.SECRET,

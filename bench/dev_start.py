@@ -17,7 +17,7 @@ from pathlib import Path
 
 import requests
 
-from tests.support.ports import reserve_port
+from service.local.ports import reserve_port
 
 TARGET_FIRST_START = 15.0  # seconds from launch to a healthy /healthz on a new folder
 GIVE_UP = 300.0  # seconds after which a run counts as failed

@@ -1,6 +1,6 @@
 """What every benchmark needs on 127.0.0.1: configs and a backlog, a receiver, workers, and a
-clock (the database and process helpers it shares with the reliability runs are in
-tests/database.py and tests/processes.py)."""
+clock (the database and process helpers it shares with the tests are in db/adhoc.py and
+service/local/)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from tests.support.database import count_deliveries, sql
-from tests.support.ports import reserve_port
-from tests.support.processes import ROOT, worker_environment
+from db.adhoc import count_deliveries, sql
+from service.local.ports import reserve_port
+from service.local.processes import ROOT, worker_environment
 
 EVENT_TYPE = "bench.event"
 SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"

@@ -33,12 +33,12 @@ from bench import environment as env
 from bench import history_api, history_fill, history_upgrade
 from bench import history_load as load
 from db import retention
+from db.adhoc import fresh_database, sql
 from db.pool import ConnectionPool
+from service.local.postgres import temporary_postgres
+from service.local.processes import ROOT, machine
 from service.runtime.retention import RETENTION_REST
 from service.runtime.throttle import DutyCycle
-from tests.support.database import fresh_database, sql
-from tests.support.postgres import temporary_postgres
-from tests.support.processes import ROOT, machine
 
 DAY = 86_400
 # (name, where, key, comparison, target): the targets of a history at scale.
@@ -57,8 +57,8 @@ def run(options: argparse.Namespace, progress) -> dict:
     with temporary_postgres(fast_unsafe=options.fast_unsafe) as pg:
         _tune(pg)
         with env.receiver() as url:
-            empty = fresh_database(pg, "history_empty")
-            dsn = fresh_database(pg, "history")
+            empty = fresh_database(pg.dsn, "history_empty")
+            dsn = fresh_database(pg.dsn, "history")
             results["fill"] = history_fill.fill(dsn, options.deliveries, progress=progress)
             results["disk"] = _disk(dsn, options.deliveries)
             progress(f"disk: {results['disk']['per_million_mb']:,.0f} MB per million deliveries")

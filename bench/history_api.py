@@ -15,10 +15,10 @@ import requests
 
 from bench.scenarios import _percentile
 from db import tokens
+from db.adhoc import sql
 from db.pool import ConnectionPool
-from tests.support.database import sql
-from tests.support.ports import reserve_port
-from tests.support.processes import ROOT
+from service.local.ports import reserve_port
+from service.local.processes import ROOT
 
 LIST = """
 query ($filter: DeliveryFilter, $first: Int, $after: String) {

@@ -8,8 +8,8 @@ import gevent
 
 from bench import environment as env
 from db import events
+from db.adhoc import sql
 from db.pool import ConnectionPool
-from tests.support.database import sql
 
 CONFIG = "bench-1"  # the config the measured dispatch and ingest deliver to (env.add_configs)
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 import gevent
 
 from bench import history_load as load
+from db.adhoc import sql
 from db.migrate import migrate
-from tests.support.database import sql
 
 UPGRADED = 8
 FORMER_SCHEMA = (

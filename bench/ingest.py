@@ -28,15 +28,15 @@ from kafka import KafkaProducer  # noqa: E402
 
 from bench.scenarios import Sizes  # noqa: E402
 from db import configs  # noqa: E402
+from db.adhoc import fresh_database  # noqa: E402
 from db.pool import ConnectionPool  # noqa: E402
 from service.ingest.consumer import Consumer  # noqa: E402
 from service.local.kafka import LocalKafka  # noqa: E402
+from service.local.ports import reserve_port  # noqa: E402
+from service.local.postgres import temporary_postgres  # noqa: E402
+from service.local.processes import ROOT, peak_rss_mb  # noqa: E402
 from service.runtime.settings import Settings  # noqa: E402
 from service.runtime.telemetry import Telemetry  # noqa: E402
-from tests.support.database import fresh_database  # noqa: E402
-from tests.support.ports import reserve_port  # noqa: E402
-from tests.support.postgres import temporary_postgres  # noqa: E402
-from tests.support.processes import ROOT, peak_rss_mb  # noqa: E402
 
 EVENT_TYPE = "bench.event"
 RESULTS = Path(__file__).resolve().parent / "results" / "ingest.json"
@@ -128,7 +128,7 @@ def _fill(broker: LocalKafka, topic: str, events: int, payload_bytes: int) -> No
 
 def _run(pg, broker: LocalKafka, events: int, batch_size: int, fan_out: int) -> dict:
     """Consume the whole topic in a new group into a new database; return the rates."""
-    dsn = fresh_database(pg, f"ingest_fan_out_{fan_out}")
+    dsn = fresh_database(pg.dsn, f"ingest_fan_out_{fan_out}")
     pool = ConnectionPool(dsn, size=2, application_name="bench-ingest")
     for _ in range(fan_out):
         configs.create(pool, endpoint=NOWHERE, event_types=[EVENT_TYPE])

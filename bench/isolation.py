@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from bench import environment as env
-from tests.support.database import count_deliveries, fresh_database
+from db.adhoc import count_deliveries, fresh_database
 
 FAST_CONFIGS = 10
 HUNG_TIMEOUT = "5s"
@@ -35,7 +35,7 @@ def fast_beside_hung(pg, sizes) -> dict:
 
 
 def _fast_rate(pg, sizes, *, hung: bool) -> float:
-    dsn = fresh_database(pg, f"isolation_{'hung' if hung else 'alone'}")
+    dsn = fresh_database(pg.dsn, f"isolation_{'hung' if hung else 'alone'}")
     per_config = max(10, sizes.deliveries // FAST_CONFIGS)
     with env.receiver() as fast_url, \
             (env.receiver(hang=True) if hung else contextlib.nullcontext()) as hung_url:
@@ -60,7 +60,7 @@ def quiet_behind_slow(pg, sizes, *, backlog: int) -> dict:
     from db import events
     from db.pool import ConnectionPool
 
-    dsn = fresh_database(pg, f"isolation_slow_{backlog}")
+    dsn = fresh_database(pg.dsn, f"isolation_slow_{backlog}")
     record = Path(tempfile.mkdtemp()) / "delays.jsonl"
     with env.receiver(delay=SLOW_DELAY) as slow_url, \
             env.receiver(record=str(record)) as quiet_url:
@@ -91,7 +91,7 @@ def claim_behind_held(pg, held: int = 100_000, rounds: int = 50) -> dict:
     from db import deliveries, health
     from db.pool import ConnectionPool
 
-    dsn = fresh_database(pg, "isolation_claim")
+    dsn = fresh_database(pg.dsn, "isolation_claim")
     env.add_configs(dsn, "http://127.0.0.1:9/held", 1, event_type="held", prefix="held")
     env.add_configs(dsn, "http://127.0.0.1:9/other", 1, event_type="other", prefix="other")
     pool = ConnectionPool(dsn, size=1)

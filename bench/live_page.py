@@ -28,9 +28,9 @@ from pathlib import Path
 
 from bench import environment as env
 from bench import history_api
-from tests.support.database import fresh_database, sql
-from tests.support.postgres import temporary_postgres
-from tests.support.processes import ROOT, machine
+from db.adhoc import fresh_database, sql
+from service.local.postgres import temporary_postgres
+from service.local.processes import ROOT, machine
 
 REFRESH_SECONDS = 10  # the dashboard's refresh period
 STEPS = 60 // REFRESH_SECONDS  # one minute of refreshes
@@ -103,7 +103,7 @@ def run(options: argparse.Namespace, progress) -> dict:
 def _filled(pg, size: int) -> str:
     """A database of `size` configs, BUSY of them with deliveries in every state the pages
     show; return its DSN."""
-    dsn = fresh_database(pg, f"live_page_{size}")
+    dsn = fresh_database(pg.dsn, f"live_page_{size}")
     sql(dsn, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements", autocommit=True)
     env.add_configs(dsn, "http://127.0.0.1:9/hook", size - BUSY, event_type="idle",
                     prefix="idle")

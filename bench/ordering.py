@@ -19,9 +19,9 @@ from pathlib import Path
 
 from bench import environment as env
 from bench.scenarios import DISPATCH_WHERE
-from tests.support.database import fresh_database, sql
-from tests.support.postgres import temporary_postgres
-from tests.support.processes import ROOT, machine
+from db.adhoc import fresh_database, sql
+from service.local.postgres import temporary_postgres
+from service.local.processes import ROOT, machine
 
 CONCURRENCY = "50"  # WEBHOOKS_DISPATCH_CONCURRENCY of the worker
 
@@ -53,7 +53,7 @@ def _fill(dsn: str, url: str, *, deliveries: int, keys: int, ordered: bool,
 
 
 def _dispatch(pg, url: str, name: str, options: argparse.Namespace, **fill) -> dict:
-    dsn = fresh_database(pg, f"ordering_{name}")
+    dsn = fresh_database(pg.dsn, f"ordering_{name}")
     _fill(dsn, url, deliveries=options.deliveries + options.warmup, **fill)
     with env.workers(dsn, 1, WEBHOOKS_DISPATCH_CONCURRENCY=CONCURRENCY) as processes:
         result = env.rate_between(dsn, DISPATCH_WHERE, options.deliveries + options.warmup,

@@ -22,8 +22,8 @@ import time
 
 import psycopg2
 
-from tests.support.database import fresh_database
-from tests.support.postgres import temporary_postgres
+from db.adhoc import fresh_database
+from service.local.postgres import temporary_postgres
 
 DAYS = 91
 
@@ -151,7 +151,7 @@ def main() -> int:
         print(text, flush=True)
 
     with temporary_postgres(fast_unsafe=False) as pg:
-        dsn = fresh_database(pg, "partitions")
+        dsn = fresh_database(pg.dsn, "partitions")
         found = measure(dsn, options.rows, progress)
     print(f"{'':44} {'plain':>12} {'partitioned':>12}")
     print(f"{'remove the oldest day, seconds':<44} {found['plain_day_seconds']:>12}"

@@ -18,9 +18,9 @@ import time
 
 from bench import environment as env
 from bench.peer_task import CREATE_TABLE
-from tests.support.database import fresh_database, sql
-from tests.support.ports import reserve_port
-from tests.support.processes import ROOT, peak_rss_mb
+from db.adhoc import fresh_database, sql
+from service.local.ports import reserve_port
+from service.local.processes import ROOT, peak_rss_mb
 
 PACKAGES = ("celery", "redis", "procrastinate")  # the `bench` extra of setup.cfg
 INSTALL = "pip install -e '.[dev,bench]'"
@@ -35,7 +35,7 @@ def missing_packages() -> list[str]:
 
 def run(pg, sizes) -> dict:
     results = {}
-    dsn = fresh_database(pg, "peers")
+    dsn = fresh_database(pg.dsn, "peers")
     sql(dsn, CREATE_TABLE)
     with env.receiver() as url:
         with redis_url() as redis:

@@ -19,7 +19,7 @@ import time  # noqa: E402
 
 import gevent  # noqa: E402
 
-from tests.support.processes import serve_until_sigterm  # noqa: E402
+from service.local.processes import serve_until_sigterm  # noqa: E402
 
 RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
 MAX_HEAD = 64 * 1024

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import environment as env
-from tests.support.database import count_deliveries, fresh_database
-from tests.support.pgbouncer import LocalPgBouncer
-from tests.support.processes import ROOT, peak_rss_mb
+from db.adhoc import count_deliveries, fresh_database
+from service.local.pgbouncer import LocalPgBouncer
+from service.local.processes import ROOT, peak_rss_mb
 
 DISPATCH_WHERE = "status = 'succeeded'"
 
@@ -49,7 +49,7 @@ def dispatch(pg, sizes: Sizes, *, workers: int = 1, pooler: LocalPgBouncer | Non
              name: str | None = None) -> dict:
     """Deliveries/s of `workers` worker processes from a pre-filled backlog (through the
     transaction-mode `pooler`, if given)."""
-    dsn = fresh_database(pg, name or f"dispatch_{workers}")
+    dsn = fresh_database(pg.dsn, name or f"dispatch_{workers}")
     with env.receiver() as url:
         env.add_configs(dsn, url)
         env.prefill(dsn, sizes.deliveries)
@@ -80,7 +80,7 @@ def polling_design(pg, sizes: Sizes) -> dict:
     """Deliveries/s of the former design's tick loop (claim 50, send all, sleep a polling
     period of 3 s, no NOTIFY) over twice the timed length, two periods at least, and until
     its first tick is done."""
-    dsn = fresh_database(pg, "polling")
+    dsn = fresh_database(pg.dsn, "polling")
     with env.receiver() as url:
         env.add_configs(dsn, url)
         env.prefill(dsn, sizes.deliveries)
@@ -100,7 +100,7 @@ def polling_design(pg, sizes: Sizes) -> dict:
 
 def backlog(pg, sizes: Sizes) -> dict:
     """Dispatch throughput with a huge not-yet-due backlog in the table."""
-    dsn = fresh_database(pg, "backlog")
+    dsn = fresh_database(pg.dsn, "backlog")
     with env.receiver() as url:
         env.add_configs(dsn, url)
         started = time.monotonic()
@@ -122,7 +122,7 @@ def latency(pg, sizes: Sizes, *, pooler: LocalPgBouncer | None = None,
     from db import events
     from db.pool import ConnectionPool
 
-    dsn = fresh_database(pg, name)
+    dsn = fresh_database(pg.dsn, name)
     record = Path(tempfile.mkdtemp()) / "delays.jsonl"
     settings = {"WEBHOOKS_DATABASE_DIRECT_URL": dsn} if pooler and direct_url else {}
     with env.receiver(record=str(record)) as url:

@@ -12,15 +12,14 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
+from db.adhoc import dsn_for, sql
 from db.migrate import migrate
 from db.pool import ConnectionPool
-from service.local.postgres import LocalPostgres
+from service.local.pgbouncer import LocalPgBouncer
+from service.local.postgres import LocalPostgres, temporary_postgres
 from service.runtime.settings import Settings
 from tests.factories import Factories
 from tests.helpers import PATIENCE
-from tests.support.database import dsn_for, sql
-from tests.support.pgbouncer import LocalPgBouncer
-from tests.support.postgres import temporary_postgres
 
 pytest_plugins = ["tests.receivers", "tests.kafka"]
 

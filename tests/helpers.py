@@ -12,7 +12,7 @@ import gevent
 import gevent.util
 import requests
 
-from tests.support.processes import worker_environment
+from service.local.processes import worker_environment
 
 T = TypeVar("T")
 

@@ -35,8 +35,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from service.local.kafka import LocalKafka
+from service.local.ports import reserve_port
 from tests.helpers import PATIENCE
-from tests.support.ports import reserve_port
 
 PARTITIONS = 4
 SESSION_TIMEOUT = 2.0  # seconds

@@ -12,14 +12,13 @@ import ctypes
 import importlib.util
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.local.postgres import free_port
+from service.local.ports import accepts_connections, reserve_port
 
 DEFAULT_START_TIMEOUT = 60.0  # seconds to wait for the broker to accept connections (busy hosts)
 DEFAULT_PARTITIONS = 4
@@ -84,7 +83,7 @@ class LocalKafka:
         """Start the broker and wait until it accepts connections."""
         if self._process is not None and self._process.poll() is None:
             raise LocalKafkaError(f"the broker on port {self.port} is already running")
-        self.port = self.port or free_port()
+        self.port = self.port or reserve_port()
         self._process = subprocess.Popen(
             [str(tansu_binary()), "broker", "--listener-url", self.url,
              "--advertised-listener-url", self.url],
@@ -93,7 +92,7 @@ class LocalKafka:
             preexec_fn=_die_with_parent,
         )
         deadline = time.monotonic() + timeout
-        while not self._accepts_connections():
+        while not accepts_connections(self.port):
             if self._process.poll() is not None:
                 raise LocalKafkaError(
                     f"tansu exited with {self._process.returncode} (port {self.port} taken?)")
@@ -133,10 +132,3 @@ class LocalKafka:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
-
-    def _accepts_connections(self) -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-        except OSError:
-            return False
-        return True

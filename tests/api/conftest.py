@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from db import tokens
+from db.adhoc import dsn_for
 from db.pool import ConnectionPool
 from service.runtime.settings import Settings
 from service.runtime.telemetry import Telemetry
 from service.web.app import create_app
-from tests.support.database import dsn_for
 
 
 class Api:

@@ -14,8 +14,8 @@ import pytest
 import requests
 
 from db import tokens
+from service.local.ports import reserve_port
 from tests.helpers import PATIENCE, wait_for_http
-from tests.support.ports import reserve_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

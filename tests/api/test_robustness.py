@@ -14,10 +14,10 @@ from db import inspection
 from db.errors import DatabaseUnavailable
 from db.pool import ConnectionPool
 from graphql_schema.limits import MAX_ALIASES, MAX_DEPTH, DocumentLimits
+from service.local.ports import reserve_port
 from service.web.app import create_app
 from tests.api.conftest import Api
 from tests.helpers import PATIENCE
-from tests.support.ports import reserve_port
 
 STATS = "{ stats { queueDepth } }"
 

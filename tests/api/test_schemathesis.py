@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from schemathesis.specs.graphql.validation import is_schema_violation
 
 from db import tokens
+from db.adhoc import dsn_for
 from db.pool import ConnectionPool
 from service.runtime.settings import Settings
 from service.runtime.telemetry import Telemetry
 from service.web.app import create_app
 from tests.factories import Factories
-from tests.support.database import dsn_for
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "graphql_schema" / "schema.graphql"
 EXAMPLES = 25  # per operation and role; ~50 operations keep this under a minute

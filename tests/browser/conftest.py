@@ -21,11 +21,11 @@ import pytest
 import requests
 
 from db import tokens
+from db.adhoc import dsn_for
 from db.pool import ConnectionPool
+from service.local.ports import reserve_port
 from tests.factories import Factories
 from tests.helpers import worker_process
-from tests.support.database import dsn_for
-from tests.support.ports import reserve_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("WEBHOOKS_CHROMIUM", "/usr/bin/chromium")

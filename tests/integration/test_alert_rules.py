@@ -15,10 +15,10 @@ import pytest
 import requests
 
 from db import health
+from service.local.ports import reserve_port
 from service.runtime.telemetry import Telemetry
 from service.web.app import create_app
 from tests.helpers import PATIENCE, wait_until
-from tests.support.ports import reserve_port
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 RULES = DEPLOY / "prometheus" / "alerts.yml"

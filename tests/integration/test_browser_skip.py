@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from tests.support.processes import ROOT
+from service.local.processes import ROOT
 
 ONE_BROWSER_TEST = ("tests/browser/test_sign_in_and_roles.py::"
                     "test_a_viewer_sees_everything_and_can_change_nothing")

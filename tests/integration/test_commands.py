@@ -18,10 +18,10 @@ import pytest
 
 from service.cli import build_parser
 from service.commands.registry import COMMANDS
+from service.local.ports import reserve_port
 from service.runtime.settings import Settings
 from tests.helpers import PATIENCE
 from tests.integration.test_dev import world_readable_tmp  # noqa: F401  (fixture)
-from tests.support.ports import reserve_port
 
 
 def _run(*argv: str, **env: str) -> subprocess.CompletedProcess:

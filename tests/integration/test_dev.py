@@ -14,8 +14,8 @@ import psycopg2
 import pytest
 import requests
 
+from service.local.ports import reserve_port
 from tests.helpers import PATIENCE, wait_for_http, wait_until
-from tests.support.ports import reserve_port
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ import uuid
 import pytest
 
 from db import deliveries
+from db.adhoc import sql
 from db.pool import ConnectionPool
 from tests.factories import Factories
-from tests.support.database import sql
 
 CLAIM = {"limit": 10, "owner": "flush-test", "cap": 25, "ramp": 0.0, "rate_burst": 1.0,
          "capacity": 50, "hold": 3, "room_ids": [], "rooms": []}

@@ -8,10 +8,10 @@ import sys
 from db import configs
 from db.pool import ConnectionPool
 from service.local.kafka import LocalKafka
+from service.local.ports import reserve_port
 from tests.helpers import PATIENCE
 from tests.integration.test_dev import world_readable_tmp  # noqa: F401  (fixture)
 from tests.kafka import SESSION_TIMEOUT, Topic
-from tests.support.ports import reserve_port
 
 
 def _banner(process):

@@ -8,6 +8,7 @@ import gevent
 from db import configs
 from db.pool import ConnectionPool
 from service.local.kafka import LocalKafka
+from service.local.ports import reserve_port
 from service.runtime.settings import Settings
 from service.runtime.telemetry import Telemetry
 from service.worker import Worker
@@ -21,7 +22,6 @@ from tests.kafka import (
     unique,
 )
 from tests.outages import broker_frozen, postgres_down
-from tests.support.ports import reserve_port
 
 
 def _ids(make):

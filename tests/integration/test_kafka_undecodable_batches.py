@@ -11,6 +11,7 @@ import pytest
 import requests
 
 from db import stalls
+from service.local.ports import reserve_port
 from tests.helpers import PROBE_TIMEOUT, wait_until
 from tests.integration.test_telemetry import samples
 from tests.kafka import (
@@ -22,7 +23,6 @@ from tests.kafka import (
     skip_to,
 )
 from tests.kafka_events import stored_names
-from tests.support.ports import reserve_port
 
 pytestmark = pytest.mark.parametrize("library", LIBRARIES)
 

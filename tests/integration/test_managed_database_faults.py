@@ -13,6 +13,7 @@ import pytest
 from psycopg2.extensions import make_dsn, parse_dsn
 
 from db import configs, tokens
+from db.adhoc import sql
 from db.errors import TooManyConnections
 from db.pool import ConnectionPool, connect
 from service.runtime.telemetry import Telemetry
@@ -20,7 +21,6 @@ from service.web.app import create_app
 from tests.api.conftest import Api
 from tests.helpers import wait_until
 from tests.receivers import Reply
-from tests.support.database import sql
 
 PUBLISH = 'mutation { publishEvent(input: {type: "t", payload: {}}) { eventId } }'
 

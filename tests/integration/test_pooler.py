@@ -12,6 +12,7 @@ import gevent
 import pytest
 
 from db import configs, health, retention, tokens
+from db.adhoc import sql
 from db.migrate import migrate, migrations
 from db.pool import ConnectionPool, Pooler, connect
 from db.sql import QUERIES
@@ -21,7 +22,6 @@ from service.web.app import create_app
 from tests.api.conftest import Api
 from tests.factories import Factories
 from tests.helpers import wait_until
-from tests.support.database import sql
 
 EVENTS = 100
 NO_LISTEN = "no LISTEN: the database URL reaches a transaction-mode pooler"

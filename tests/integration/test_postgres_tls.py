@@ -13,10 +13,10 @@ import pytest
 from db.errors import DatabaseUnavailable
 from db.migrate import migrate
 from db.pool import ConnectionPool, connect
+from service.local.processes import ROOT
+from service.local.tls_postgres import NOT_INSTALLED, TlsPostgres, server_binaries
 from tests.factories import Factories
 from tests.helpers import PATIENCE
-from tests.support.processes import ROOT
-from tests.support.tls_postgres import NOT_INSTALLED, TlsPostgres, server_binaries
 
 PASSWORD = "pw-Th4t-Must-N3ver-Show"
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from db import events
+from service.local.ports import reserve_port
 from tests.helpers import PATIENCE, wait_for_http
-from tests.support.ports import reserve_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

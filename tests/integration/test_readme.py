@@ -12,9 +12,9 @@ from pathlib import Path
 
 import gevent
 
+from service.local.ports import reserve_port
 from tests.helpers import PATIENCE, wait_until
 from tests.integration.test_dev import world_readable_tmp  # noqa: F401  (fixture)
-from tests.support.ports import reserve_port
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

@@ -10,12 +10,12 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from prometheus_client.parser import text_string_to_metric_families
 
+from service.local.ports import reserve_port
 from service.policy.trace_context import TraceContext
 from service.runtime.telemetry import Telemetry
 from service.worker import Worker
 from tests.helpers import PATIENCE, wait_until
 from tests.receivers import Reply
-from tests.support.ports import reserve_port
 
 SPEC_METRICS = (
     "webhooks_delivery_attempts_total",

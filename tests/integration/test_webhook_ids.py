@@ -4,9 +4,9 @@ import re
 import time
 
 from db import deliveries
+from db.adhoc import dsn_for
 from db.pool import ConnectionPool
 from tests.factories import Factories
-from tests.support.database import dsn_for
 
 KEY = re.compile(r"msg_(?P<millis>[0-9a-f]{12})[0-9a-f]{32}")
 

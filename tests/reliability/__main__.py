@@ -32,17 +32,17 @@ import time  # noqa: E402
 from dataclasses import asdict, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from db.adhoc import fresh_database  # noqa: E402
 from db.migrate import migrate  # noqa: E402
 from service.local.kafka import LocalKafka  # noqa: E402
+from service.local.ports import reserve_port  # noqa: E402
+from service.local.postgres import temporary_postgres  # noqa: E402
+from service.local.processes import machine  # noqa: E402
 from tests.reliability import attacks, scenarios  # noqa: E402
 from tests.reliability.check import Verdict  # noqa: E402
 from tests.reliability.report import report  # noqa: E402
 from tests.reliability.run import Options  # noqa: E402
 from tests.reliability.secrets import secrets  # noqa: E402
-from tests.support.database import fresh_database  # noqa: E402
-from tests.support.ports import reserve_port  # noqa: E402
-from tests.support.postgres import temporary_postgres  # noqa: E402
-from tests.support.processes import machine  # noqa: E402
 
 SCENARIOS = ("crash", "database", "broker", "hostile", "ssrf", "poison", "secrets")
 RESULTS = Path(__file__).resolve().parent / "results" / "chaos.json"
@@ -55,7 +55,7 @@ def run(name: str, options: Options, workdir: Path, say) -> Verdict:
     """Run one scenario on servers of its own; return its verdict."""
     if name == "crash":
         with temporary_postgres(fast_unsafe=False) as pg:
-            return scenarios.crash(fresh_database(pg, "chaos"), workdir, options, say)
+            return scenarios.crash(fresh_database(pg.dsn, "chaos"), workdir, options, say)
     if name == "database":
         with temporary_postgres(fast_unsafe=False) as server, \
                 LocalKafka(port=reserve_port()) as broker:
@@ -64,10 +64,10 @@ def run(name: str, options: Options, workdir: Path, say) -> Verdict:
     if name in ("hostile", "ssrf", "secrets"):
         scenario = {"hostile": attacks.hostile, "ssrf": attacks.ssrf, "secrets": secrets}[name]
         with temporary_postgres(fast_unsafe=False) as pg:
-            return scenario(fresh_database(pg, "chaos"), workdir, options, say)
+            return scenario(fresh_database(pg.dsn, "chaos"), workdir, options, say)
     scenario = scenarios.broker_outage if name == "broker" else scenarios.poison_topic
     with temporary_postgres(fast_unsafe=False) as pg, LocalKafka(port=reserve_port()) as broker:
-        return scenario(fresh_database(pg, "chaos"), broker, workdir, options, say)
+        return scenario(fresh_database(pg.dsn, "chaos"), broker, workdir, options, say)
 
 
 def main(argv: list[str] | None = None) -> int:

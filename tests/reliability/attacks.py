@@ -22,6 +22,7 @@ import gevent
 from gevent.server import StreamServer
 
 from db import configs
+from db.adhoc import count_deliveries, sql
 from db.pool import ConnectionPool
 from service.dispatch.sender import EXCERPT_LIMIT
 from tests.catalogues.hostile_endpoints import KINDS, HostileEndpoints, Kind
@@ -29,7 +30,6 @@ from tests.catalogues.ssrf_targets import HOSTS
 from tests.reliability.check import Findings, Verdict
 from tests.reliability.fleet import Workers
 from tests.reliability.run import POLL, Options, publish
-from tests.support.database import count_deliveries, sql
 
 HOSTILE_ATTEMPTS = 3  # WEBHOOKS_MAX_ATTEMPTS of the hostile scenario
 # An attempt may last twice the timeout: the timeout, then as long again for a worker's event

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tests.support.database import sql
+from db.adhoc import sql
 
 
 @dataclass(frozen=True)

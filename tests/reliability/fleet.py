@@ -20,11 +20,11 @@ from pathlib import Path
 
 from psycopg2.extensions import parse_dsn
 
+from db.adhoc import sql
+from service.local.ports import reserve_port
+from service.local.processes import ROOT, peak_rss_mb, worker_environment
 from tests.helpers import PATIENCE
 from tests.reliability.evidence import Kill
-from tests.support.database import sql
-from tests.support.ports import reserve_port
-from tests.support.processes import ROOT, peak_rss_mb, worker_environment
 
 STOP_TIMEOUT = PATIENCE  # seconds a warmly stopped process may take before it is killed
 READY_TIMEOUT = PATIENCE  # seconds a worker may take to answer /healthz after it is started

@@ -23,9 +23,9 @@ import time  # noqa: E402
 
 import gevent  # noqa: E402
 
+from service.local.processes import serve_until_sigterm  # noqa: E402
 from tests.catalogues.hostile_endpoints import read_request, request_headers  # noqa: E402
 from tests.reliability.faults import OK, choose  # noqa: E402
-from tests.support.processes import serve_until_sigterm  # noqa: E402
 
 STALL = 30.0  # seconds a hang or slow body lasts at most when the client never hangs up
 STALL_STEP = 0.2  # seconds between two bytes of a slow body

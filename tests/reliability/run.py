@@ -17,11 +17,11 @@ import gevent
 import psycopg2
 
 from db import configs, events
+from db.adhoc import count_deliveries, sql
 from db.pool import ConnectionPool
 from tests.reliability.check import Rules, Verdict, check
 from tests.reliability.evidence import Kill, gather
 from tests.reliability.fleet import Receiver, Workers
-from tests.support.database import count_deliveries, sql
 
 EVENT_TYPE = "chaos.event"
 OTHER_TYPE = "chaos.other"  # one config listens to it: no event of the run may reach it

@@ -19,6 +19,7 @@ from typing import Any
 
 import gevent
 
+from db.adhoc import count_deliveries, sql
 from service.local.kafka import LocalKafka
 from service.local.postgres import LocalPostgres
 from tests.catalogues.poison_messages import MAX_PAYLOAD, REASONS, poison, reason_kind
@@ -36,7 +37,6 @@ from tests.reliability.run import (
     running,
     wait,
 )
-from tests.support.database import count_deliveries, sql
 
 # What the consumer logs when a batch could not be stored or committed (service/ingest/consumer.py)
 STORE_FAILED = "storing a batch failed"

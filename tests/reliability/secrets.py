@@ -29,13 +29,13 @@ from gevent.server import StreamServer
 from db import tokens
 from db.configs import mint_secret
 from db.pool import ConnectionPool
+from service.local.ports import reserve_port
+from service.local.processes import ROOT
 from tests.catalogues.hostile_endpoints import KINDS, HostileEndpoints, head, read_request
 from tests.reliability.attacks import NO_CRASH_SETTINGS, judge_workers, run_workers
 from tests.reliability.check import Findings, Verdict
 from tests.reliability.fleet import READY_TIMEOUT, STOP_TIMEOUT, Workers
 from tests.reliability.run import Options
-from tests.support.ports import reserve_port
-from tests.support.processes import ROOT
 
 EVENT_TYPE = "secrets.probe"
 EVENTS = 3  # events published; each goes to every config

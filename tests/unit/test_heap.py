@@ -5,8 +5,8 @@ import os
 import subprocess
 import sys
 
+from service.local.processes import ROOT
 from service.runtime.heap import freeze_startup_objects
-from tests.support.processes import ROOT
 
 
 def test_freezing_exempts_what_exists_and_still_collects_later_garbage():

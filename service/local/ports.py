@@ -43,6 +43,15 @@ def reserve_port() -> int:
     raise RuntimeError(f"no free TCP port between {LOWEST} and {_ephemeral_start()}")
 
 
+def accepts_connections(port: int) -> bool:
+    """Return True when a server listens on 127.0.0.1:`port` (it accepts a connection)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
 def _bindable(port: int) -> bool:
     with socket.socket() as probe, contextlib.suppress(OSError):
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

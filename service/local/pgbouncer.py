@@ -12,15 +12,13 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from psycopg2.extensions import make_dsn, parse_dsn
-
-from tests.support.ports import reserve_port
+from db.adhoc import dsn_parts, dsn_with
+from service.local.ports import accepts_connections, reserve_port
 
 BINARY = os.environ.get("WEBHOOKS_PGBOUNCER", "/usr/sbin/pgbouncer")
 START_TIMEOUT = 60.0  # seconds to wait for it to accept connections on a busy machine
@@ -32,7 +30,7 @@ class LocalPgBouncer:
     """One PgBouncer on 127.0.0.1 in transaction mode; a context manager."""
 
     def __init__(self, server_dsn: str, *, pool_size: int = 20) -> None:
-        server = parse_dsn(server_dsn)
+        server = dsn_parts(server_dsn)
         self.server_host = server.get("host", "127.0.0.1")
         self.server_port = int(server.get("port", 5432))
         self.user = server.get("user", "postgres")
@@ -51,7 +49,7 @@ class LocalPgBouncer:
 
     def dsn_for(self, server_dsn: str) -> str:
         """Return `server_dsn` (a database of the server behind) as reached through PgBouncer."""
-        return make_dsn(server_dsn, host="127.0.0.1", port=self.port)
+        return dsn_with(server_dsn, host="127.0.0.1", port=self.port)
 
     @property
     def log_path(self) -> Path:
@@ -85,7 +83,7 @@ class LocalPgBouncer:
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                          start_new_session=True)
         deadline = time.monotonic() + START_TIMEOUT
-        while not self._accepts():
+        while not accepts_connections(self.port):
             if self._process.poll() is not None:
                 raise RuntimeError(f"pgbouncer exited with {self._process.returncode}: "
                                    f"{self._process.stderr.read().decode()}{self._log()}")
@@ -113,13 +111,6 @@ class LocalPgBouncer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
-
-    def _accepts(self) -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-        except OSError:
-            return False
-        return True
 
     def _log(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""

@@ -11,9 +11,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import psycopg2
-
-from tests.support.ports import reserve_port
+from db.adhoc import create_database
+from service.local.ports import reserve_port
 
 START_TIMEOUT = 60  # seconds pg_ctl waits for the server on a busy machine
 NOT_INSTALLED = ("TLS tests NOT run: no PostgreSQL server binaries with SSL under "
@@ -70,13 +69,8 @@ class TlsPostgres:
                    "-c fsync=off -c synchronous_commit=off")
         self._run("pg_ctl", "-D", str(self.data), "-w", "-t", str(START_TIMEOUT),
                   "-l", str(self.data / "postgres.log"), "-o", options, "start")
-        admin = psycopg2.connect(self.url(sslmode="require").replace("/webhooks?", "/postgres?"))
-        admin.autocommit = True
-        try:
-            with admin.cursor() as cursor:
-                cursor.execute("CREATE DATABASE webhooks")
-        finally:
-            admin.close()
+        create_database(self.url(sslmode="require").replace("/webhooks?", "/postgres?"),
+                        "webhooks")
 
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
