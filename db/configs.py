@@ -113,42 +113,72 @@ def check_event_types(event_types: Sequence[str]) -> list[str]:
     return cleaned
 
 
-def create(
-    pool: ConnectionPool,
-    *,
-    endpoint: str,
-    event_types: Sequence[str],
-    name: str | None = None,
-    secret: str | None = None,
-    active: bool = True,
-    id: str | None = None,
-    max_in_flight: int | None = None,
-    rate_per_second: float | None = None,
-    ordering: Ordering = Ordering.UNORDERED,
-    block_on_failure: bool = True,
-) -> tuple[Config, str]:
-    """Create a config with its cap and rate; return it and its secret (minted when none is
-    given)."""
-    secret = check_secret(secret) if secret else mint_secret()
-    params = {
-        "id": id,
-        "name": name,
-        "endpoint": check_endpoint(endpoint),
-        "secret": secret,
-        "event_types": check_event_types(event_types),
-        "active": active,
-        "ordering": Ordering(ordering).value,
-        "block_on_failure": block_on_failure,
-    }
-    health.check_max_in_flight(max_in_flight)
-    health.check_rate(rate_per_second)
+@dataclass(frozen=True)
+class NewConfig:
+    """What a config is created with: checked when it is created; a secret is minted when none
+    is given."""
+
+    endpoint: str
+    event_types: Sequence[str]
+    name: str | None = None
+    secret: str | None = None
+    active: bool = True
+    id: str | None = None
+    max_in_flight: int | None = None
+    rate_per_second: float | None = None
+    ordering: Ordering = Ordering.UNORDERED
+    block_on_failure: bool = True
+
+    def row(self) -> dict[str, Any]:
+        """Return the checked values of the config's row, its secret minted if none is given."""
+        secret = check_secret(self.secret) if self.secret else mint_secret()
+        row = {
+            "id": self.id,
+            "name": self.name,
+            "endpoint": check_endpoint(self.endpoint),
+            "secret": secret,
+            "event_types": check_event_types(self.event_types),
+            "active": self.active,
+            "ordering": Ordering(self.ordering).value,
+            "block_on_failure": self.block_on_failure,
+        }
+        health.check_max_in_flight(self.max_in_flight)
+        health.check_rate(self.rate_per_second)
+        return row
+
+
+def numbered(error: InvalidInput, number: int, count: int) -> InvalidInput:
+    """Return `error` naming the `number`th (from 1) of `count` configs created at once, as it
+    is when there is one."""
+    return InvalidInput(f"config {number}: {error}") if count > 1 else error
+
+
+def create(pool: ConnectionPool, **fields: Any) -> tuple[Config, str]:
+    """Create a config with its cap and rate (`fields` of a NewConfig); return it and its
+    secret."""
+    return create_many(pool, [NewConfig(**fields)])[0]
+
+
+def create_many(pool: ConnectionPool, new: Sequence[NewConfig]) -> list[tuple[Config, str]]:
+    """Create the configs `new` with their caps and rates in one transaction, all or none;
+    return each with its secret, in the order given. An invalid one of several is named by
+    its place (`config 3: ...`, counted from 1)."""
+    rows = []
+    for number, config in enumerate(new, start=1):
+        try:
+            rows.append(config.row())
+        except InvalidInput as error:
+            raise numbered(error, number, len(new)) from None
+    created = []
     with pool.transaction() as cursor:
-        cursor.execute(QUERIES["insert_config"], params)
-        config = Config.from_row(as_dict(cursor))
-        if max_in_flight is not None or rate_per_second is not None:
-            health.set_limits(cursor, config.id, max_in_flight=max_in_flight,
-                              rate_per_second=rate_per_second)
-        return config, secret
+        for config, row in zip(new, rows, strict=True):
+            cursor.execute(QUERIES["insert_config"], row)
+            stored = Config.from_row(as_dict(cursor))
+            if config.max_in_flight is not None or config.rate_per_second is not None:
+                health.set_limits(cursor, stored.id, max_in_flight=config.max_in_flight,
+                                  rate_per_second=config.rate_per_second)
+            created.append((stored, row["secret"]))
+    return created
 
 
 def get(pool: ConnectionPool, id: str) -> Config | None:

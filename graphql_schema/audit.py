@@ -17,7 +17,7 @@ from typing import Any
 from graphql_schema.context import Info
 from graphql_schema.errors import code_for
 
-MAX_IDS = 100  # delivery ids listed in one line; the count says how many there were
+MAX_IDS = 100  # delivery or config ids listed in one line; the count says how many there were
 MAX_ID_LENGTH = 200  # characters of an `id` argument kept (it is whatever the client sent)
 
 log = logging.getLogger("webhooks.audit")
@@ -63,6 +63,9 @@ def write(action: str, actor: str | None, role: str | None, ids: dict[str, Any],
 
 def ids_of(result: Any) -> dict[str, Any]:
     """Return the config, event and delivery ids a mutation's result holds."""
+    if isinstance(result, list):  # configs created at once
+        configs = [str(getattr(each, "config", each).id) for each in result]
+        return {"config_ids": configs[:MAX_IDS], "config_count": len(configs)}
     ids: dict[str, Any] = {}
     config = getattr(result, "config", result)
     if hasattr(config, "event_types"):

@@ -1,4 +1,5 @@
-"""Mutations of configs: create, update, activate, deactivate, delete, rotate the secret."""
+"""Mutations of configs: create (one or many), update, activate, deactivate, delete, rotate the
+secret."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import strawberry
 
 from db import configs, health
 from db.configs import ConfigChange as ChangeRow
+from db.configs import NewConfig
 from db.errors import InvalidInput
 from db.vocabulary import SECRET_PREFIX, Ordering, Status
 from graphql_schema import arguments
 from graphql_schema.access import operator_mutation
 from graphql_schema.context import Info
 from graphql_schema.types import Config, DeliveryOrdering
+
+MAX_CONFIGS_CREATED = 1_000  # inputs of one createConfigs
 
 
 @strawberry.input
@@ -83,6 +87,19 @@ def _endpoint(info: Info, endpoint: str | None) -> str | None:
     return endpoint
 
 
+def _new_config(info: Info, input: CreateConfigInput) -> NewConfig:
+    """Return the config `input` asks for, its texts and endpoint checked."""
+    return NewConfig(endpoint=_endpoint(info, input.endpoint),
+                     event_types=arguments.texts(input.event_types, "eventTypes"),
+                     name=arguments.text(input.name, "name"),
+                     secret=arguments.text(input.secret, "secret"),
+                     active=input.active,
+                     max_in_flight=input.max_in_flight,
+                     rate_per_second=input.rate_per_second,
+                     ordering=Ordering(input.ordering.value),
+                     block_on_failure=input.block_on_failure)
+
+
 def _given(value: Any) -> Any:
     return None if value is strawberry.UNSET else value
 
@@ -101,19 +118,25 @@ def _change(info: Info, change: ChangeRow) -> ConfigChange:
 class ConfigMutations:
     @operator_mutation(description="Create a config; its secret is shown here once.")
     def create_config(self, info: Info, input: CreateConfigInput) -> ConfigWithSecret:
-        config, secret = configs.create(
-            info.context.pool,
-            endpoint=_endpoint(info, input.endpoint),
-            event_types=arguments.texts(input.event_types, "eventTypes"),
-            name=arguments.text(input.name, "name"),
-            secret=arguments.text(input.secret, "secret"),
-            active=input.active,
-            max_in_flight=input.max_in_flight,
-            rate_per_second=input.rate_per_second,
-            ordering=Ordering(input.ordering.value),
-            block_on_failure=input.block_on_failure,
-        )
+        config, secret = configs.create_many(info.context.pool, [_new_config(info, input)])[0]
         return ConfigWithSecret(config=Config.from_row(config), secret=secret)
+
+    @operator_mutation(description=f"Create up to {MAX_CONFIGS_CREATED:,} configs in one "
+                                   "transaction, all or none, in the order given; their "
+                                   "secrets are shown here once.")
+    def create_configs(self, info: Info,
+                       inputs: list[CreateConfigInput]) -> list[ConfigWithSecret]:
+        if not 1 <= len(inputs) <= MAX_CONFIGS_CREATED:
+            raise InvalidInput(f"inputs: give 1 to {MAX_CONFIGS_CREATED:,} configs, not "
+                               f"{len(inputs):,}")
+        new = []
+        for number, input in enumerate(inputs, start=1):
+            try:
+                new.append(_new_config(info, input))
+            except InvalidInput as error:
+                raise configs.numbered(error, number, len(inputs)) from None
+        return [ConfigWithSecret(config=Config.from_row(config), secret=secret)
+                for config, secret in configs.create_many(info.context.pool, new)]
 
     @operator_mutation(description="Change the endpoint, event types, name, limits, ordering or "
                                    "failure policy of a config.")

@@ -74,6 +74,19 @@ def test_each_mutation_is_audited_with_who_what_ids_and_result(api, viewer, oper
         assert secret_text.split("_", 1)[1] not in text
 
 
+def test_configs_created_at_once_are_audited_by_their_ids_and_count(api, audit_lines):
+    inputs = [{"endpoint": "https://example.com/hook", "eventTypes": ["a"]}] * 3
+    created = api.data("mutation ($inputs: [CreateConfigInput!]!) { createConfigs("
+                       "inputs: $inputs) { secret config { id } } }",
+                       {"inputs": inputs})["createConfigs"]
+    lines, stream = audit_lines()
+    assert [(line["audit"], line["result"]) for line in lines] == [("createConfigs", "ok")]
+    assert lines[0]["ids"] == {"config_ids": [c["config"]["id"] for c in created],
+                               "config_count": 3}
+    for each in created:
+        assert each["secret"].split("_", 1)[1] not in stream.getvalue()
+
+
 def test_a_mutation_refused_for_want_of_a_valid_token_is_audited(api, pool, audit_lines):
     _, revoked = tokens.create(pool, name="former", role="operator")
     tokens.revoke(pool, "former")

@@ -73,6 +73,51 @@ def test_missing_required_input_is_bad_input(shared_api):
         assert shared_api.code(CREATE, {"input": input}) == "BAD_USER_INPUT"
 
 
+CREATE_MANY = f"""
+mutation ($inputs: [CreateConfigInput!]!) {{
+  createConfigs(inputs: $inputs) {{ secret config {{ {CONFIG_FIELDS} maxInFlight }} }}
+}}"""
+
+
+def test_create_many_returns_each_config_with_its_own_secret_in_the_order_given(api):
+    inputs = [{"endpoint": f"https://example.com/{n}", "eventTypes": ["a"], "name": f"m{n}"}
+              for n in range(3)]
+    inputs[1].update(secret="whsec_" + "B" * 32, maxInFlight=7, active=False)
+    created = api.data(CREATE_MANY, {"inputs": inputs})["createConfigs"]
+    assert [c["config"]["name"] for c in created] == ["m0", "m1", "m2"]
+    assert created[1]["secret"] == inputs[1]["secret"]
+    assert created[1]["config"]["maxInFlight"] == 7 and created[1]["config"]["active"] is False
+    assert len({c["secret"] for c in created}) == 3
+    for each in created:
+        assert api.data(ONE, {"id": each["config"]["id"]})["config"] == {
+            key: value for key, value in each["config"].items() if key != "maxInFlight"}
+
+
+@pytest.mark.parametrize(("bad", "word"), [
+    ({"endpoint": "ftp://example.com"}, "config 2: endpoint"),
+    ({"eventTypes": [""]}, "config 2: eventTypes"),
+    ({"name": "a\x00"}, "config 2: name"),
+    ({"maxInFlight": 0}, "config 2: maxInFlight"),
+])
+def test_create_many_creates_none_when_one_input_is_invalid_and_names_it(shared_api, bad,
+                                                                          word):
+    inputs = [{"endpoint": "https://example.com/hook", "eventTypes": ["a"]} for _ in range(3)]
+    inputs[1].update(bad)
+    error = shared_api.error(CREATE_MANY, {"inputs": inputs})
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    assert error["message"].startswith(word)
+    assert shared_api.data("{ configs { edges { cursor } } }")["configs"]["edges"] == []
+
+
+def test_create_many_takes_one_to_a_thousand_inputs(shared_api):
+    one = {"endpoint": "https://example.com/hook", "eventTypes": ["a"]}
+    for inputs in ([], [one] * 1001):
+        error = shared_api.error(CREATE_MANY, {"inputs": inputs})
+        assert error["extensions"]["code"] == "BAD_USER_INPUT"
+        assert "1 to 1,000" in error["message"]
+    assert len(shared_api.data(CREATE_MANY, {"inputs": [one] * 1000})["createConfigs"]) == 1000
+
+
 def test_configs_page_newest_first_and_filter_by_active(api):
     made = [create(api, name=f"c{i}", active=i % 2 == 0)["config"]["id"] for i in range(5)]
     seen, after = [], None
