@@ -14,6 +14,10 @@ In one run, on one PostgreSQL (fsync on), with one receiver:
 - API: the configs listing over HTTP at the largest size (first page, a search, a health
   state, the last page, totalCount): p50/p99.
 
+Every config is created as a user creates it: through the API (`createConfigs` over HTTP to
+a `webhooks web`, 1,000 a call, four calls at once), and nothing is vacuumed or analysed by
+hand after it; the rate of creation is reported too. The deliveries are stored directly.
+
 Prints progress on stderr, a table on stdout, and writes the JSON (default
 bench/results/configs.json). The test suite runs it at tiny sizes (--quick).
 """
@@ -25,6 +29,7 @@ import json
 import statistics
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
@@ -41,6 +46,10 @@ BASELINE = 10  # configs of the comparison runs
 FAN_OUT = 10_000  # configs one fan-out event reaches
 CONCURRENCY = "50"  # WEBHOOKS_DISPATCH_CONCURRENCY of every worker
 CLAIM = "%claim_counted%"  # how pg_stat_statements' text of the claim statement is found
+API_BATCH = 1_000  # configs of one createConfigs call (its most)
+API_CALLS_AT_ONCE = 4  # createConfigs calls under way at once
+CREATE_CONFIGS = """
+mutation ($inputs: [CreateConfigInput!]!) { createConfigs(inputs: $inputs) { config { id } } }"""
 CONFIG_LIST = """
 query ($filter: ConfigFilter, $first: Int, $last: Int) {
   configs(filter: $filter, first: $first, last: $last) {
@@ -62,6 +71,7 @@ API_CALLS = {
     "totalCount, search": (CONFIG_COUNT, {"filter": {"search": "idle-77"}}),
 }
 TARGETS = (
+    ("configs created through the API ≥ 1,000/s", "slowest_creation_per_second", ">=", 1000),
     ("dispatch at every size ≥ 0.8 x 10 configs", "worst_dispatch_ratio", ">=", 0.8),
     ("quiet config p99 ≤ 50 ms at every size", "worst_latency_p99_ms", "<=", 50.0),
     ("quiet config p50 within 1.5 x none", "worst_latency_p50_ratio", "<=", 1.5),
@@ -110,16 +120,41 @@ def run(options: argparse.Namespace, progress) -> dict:
 
 
 def _populate(dsn: str, url: str, size: int, *, idle: bool, per_busy: int,
-              due_in: str = "0 seconds") -> None:
-    """`size` configs at `url`: half idle (all busy without `idle`), the others with
-    `per_busy` deliveries each, due `due_in` from now."""
+              due_in: str = "0 seconds") -> dict:
+    """`size` configs at `url`, created through the API: half idle (all busy without `idle`),
+    the others with `per_busy` deliveries each, due `due_in` from now. Return the rate of
+    creation."""
     idle_count = size // 2 if idle else 0
-    if idle_count:
-        env.add_configs(dsn, url, idle_count, event_type="idle", prefix="idle")
-    env.add_configs(dsn, url, size - idle_count, event_type="busy", prefix="busy")
+    with history_api.web(dsn, WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS="true") as api:
+        token = env.api_token(dsn, "operator", "bench-configs")
+        seconds = _create_configs(api, token, url, idle_count, event_type="idle",
+                                  prefix="idle")
+        seconds += _create_configs(api, token, url, size - idle_count, event_type="busy",
+                                   prefix="busy")
     env.prefill(dsn, per_busy, prefix="busy", event_type="busy", due_in=due_in)
-    sql(dsn, "VACUUM ANALYZE configs", autocommit=True)
-    sql(dsn, "VACUUM ANALYZE config_health", autocommit=True)
+    return {"configs": size, "seconds": round(seconds, 2),
+            "per_second": round(size / seconds) if seconds else None}
+
+
+def _create_configs(api: str, token: str, endpoint: str, count: int, *, event_type: str,
+                    prefix: str) -> float:
+    """Create `count` configs (named `prefix-1` ...) subscribed to `event_type` at `endpoint`
+    through `createConfigs` at `api`; return the seconds it took."""
+    inputs = [{"endpoint": endpoint, "eventTypes": [event_type], "name": f"{prefix}-{n}"}
+              for n in range(1, count + 1)]
+    batches = [inputs[start:start + API_BATCH] for start in range(0, count, API_BATCH)]
+
+    def create(batch: list[dict]) -> None:
+        response = requests.post(f"{api}/graphql", timeout=600,
+                                 headers={"Authorization": f"Bearer {token}"},
+                                 json={"query": CREATE_CONFIGS, "variables": {"inputs": batch}})
+        if response.status_code != 200 or response.json().get("errors"):
+            raise RuntimeError(f"API error: {response.status_code} {response.text[:500]}")
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(API_CALLS_AT_ONCE) as calls:
+        list(calls.map(create, batches))
+    return time.perf_counter() - started
 
 
 def _dispatch(pg, url: str, size: int, workers: int, options: argparse.Namespace, *,
@@ -131,7 +166,7 @@ def _dispatch(pg, url: str, size: int, workers: int, options: argparse.Namespace
     busy = size - (size // 2 if idle else 0)
     total = options.window + options.warmup
     per_busy = max(options.per_config, -(-total // busy))
-    _populate(dsn, url, size, idle=idle, per_busy=per_busy)
+    created = _populate(dsn, url, size, idle=idle, per_busy=per_busy)
     sql(dsn, "SELECT pg_stat_statements_reset()")
     with env.workers(dsn, workers, WEBHOOKS_DISPATCH_CONCURRENCY=CONCURRENCY) as processes:
         result = env.rate_between(dsn, DISPATCH_WHERE, total, timeout=options.timeout,
@@ -141,7 +176,7 @@ def _dispatch(pg, url: str, size: int, workers: int, options: argparse.Namespace
                     " WHERE dbid = (SELECT oid FROM pg_database WHERE datname ="
                     " current_database()) AND query LIKE %s", (CLAIM,))
     calls, milliseconds, claimed = rows[0]
-    result.update(configs=size, workers=workers, deliveries_due=busy * per_busy,
+    result.update(configs=size, workers=workers, deliveries_due=busy * per_busy, created=created,
                   claims=int(calls or 0),
                   claim_ms_per_delivery=round(milliseconds / claimed, 4) if claimed else None,
                   claim_ms_per_call=round(milliseconds / calls, 3) if calls else None)
@@ -160,7 +195,9 @@ def _latency(pg, size: int, options: argparse.Namespace) -> dict:
         if size:
             _populate(dsn, other_url, size, idle=True, per_busy=options.per_config,
                       due_in="1 hour")
-        env.add_configs(dsn, quiet_url, 1, event_type="quiet", prefix="quiet")
+        with history_api.web(dsn, WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS="true") as api:
+            _create_configs(api, env.api_token(dsn, "operator", "bench-configs"), quiet_url, 1,
+                            event_type="quiet", prefix="quiet")
         pool = ConnectionPool(dsn, size=2)
         with env.workers(dsn, 1, WEBHOOKS_DISPATCH_CONCURRENCY=CONCURRENCY):
             events.publish(pool, events.new_event("warm-up", "quiet", {}, max_payload=1 << 20))
@@ -190,9 +227,10 @@ def _fan_out(pg, url: str, options: argparse.Namespace) -> dict:
     from db.pool import ConnectionPool
 
     dsn = fresh_database(pg.dsn, "configs_fan_out")
-    env.add_configs(dsn, url, options.fan_out, event_type="everyone", prefix="fan")
-    env.add_configs(dsn, url, options.fan_out, event_type="nobody", prefix="other")
-    sql(dsn, "VACUUM ANALYZE configs", autocommit=True)
+    with history_api.web(dsn, WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS="true") as api:
+        token = env.api_token(dsn, "operator", "bench-configs")
+        _create_configs(api, token, url, options.fan_out, event_type="everyone", prefix="fan")
+        _create_configs(api, token, url, options.fan_out, event_type="nobody", prefix="other")
     pool = ConnectionPool(dsn, size=1)
     times = []
     for n in range(options.fan_out_events):
@@ -215,7 +253,6 @@ def _api(pg, size: int, options: argparse.Namespace) -> dict:
              " WHERE config_id IN (SELECT id FROM configs ORDER BY random() LIMIT 50)")
     sql(dsn, "UPDATE configs SET active = false"
              " WHERE id IN (SELECT id FROM configs ORDER BY random() LIMIT 20)")
-    sql(dsn, "VACUUM ANALYZE", autocommit=True)
     timings: dict[str, list[float]] = {name: [] for name in API_CALLS}
     with history_api.web(dsn) as url, requests.Session() as session:
         session.headers["Authorization"] = f"Bearer {env.api_token(dsn, 'viewer', 'bench-configs')}"
@@ -247,6 +284,9 @@ def _ratios(results: dict, options: argparse.Namespace) -> dict:
         if int(size) != BASELINE:
             ratios[f"dispatch_{size}_{workers}_vs_{BASELINE}"] = (
                 round(row["per_second"] / base, 3) if base else None)
+    created = [row["created"]["per_second"] for key, row in dispatch.items()
+               if int(key.split("_")[0]) != BASELINE and row["created"]["per_second"]]
+    ratios["slowest_creation_per_second"] = min(created, default=None)
     ratios["worst_dispatch_ratio"] = min(
         (v for k, v in ratios.items() if k.startswith("dispatch_") and v is not None),
         default=None)
@@ -266,12 +306,14 @@ def _ratios(results: dict, options: argparse.Namespace) -> dict:
 
 
 def table(results: dict) -> str:
-    lines = [f"{'dispatch':<28} {'per s':>9} {'ratio':>7} {'claim ms/delivery':>18}"]
+    lines = [f"{'dispatch':<28} {'per s':>9} {'ratio':>7} {'claim ms/delivery':>18} "
+             f"{'created/s':>10}"]
     for key, row in results["dispatch"].items():
         size, workers = key.split("_")
         ratio = results["ratios"].get(f"dispatch_{size}_{workers}_vs_{BASELINE}", "")
         lines.append(f"{int(size):>9,} configs, {workers} worker(s) {row['per_second']:>9} "
-                     f"{ratio!s:>7} {row['claim_ms_per_delivery']!s:>18}")
+                     f"{ratio!s:>7} {row['claim_ms_per_delivery']!s:>18} "
+                     f"{row['created']['per_second']!s:>10}")
     if results["latency"]:
         lines.append(f"\n{'latency (quiet config)':<28} {'p50 ms':>9} {'p99 ms':>9}")
         for size, row in results["latency"].items():

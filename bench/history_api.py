@@ -41,11 +41,12 @@ PAGE = 50  # rows per list page, as a dashboard shows them
 
 
 @contextlib.contextmanager
-def web(dsn: str) -> Iterator[str]:
-    """Run `webhooks web` (gunicorn, gevent worker) on a free port; yield its base URL."""
+def web(dsn: str, **settings: str) -> Iterator[str]:
+    """Run `webhooks web` (gunicorn, gevent worker) on a free port, with `settings`
+    (environment variables); yield its base URL."""
     port = reserve_port()
     environment = {**os.environ, "DATABASE_URL": dsn, "PORT": str(port),
-                   "WEBHOOKS_LOG_LEVEL": "warning"}
+                   "WEBHOOKS_LOG_LEVEL": "warning", **settings}
     process = subprocess.Popen([sys.executable, "-m", "service", "web"], cwd=ROOT,
                                env=environment, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
