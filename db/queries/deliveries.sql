@@ -32,42 +32,13 @@
 -- snapshot that holds it.
 WITH health AS MATERIALIZED (
     -- Configs that may send now and have something due, the longest-unserved first, with
-    -- how many deliveries each may take.
+    -- how many deliveries each may take: the ready set walked in turn order through its
+    -- index, stopping after `limit` configs (claimable_configs, migration 0028).
     SELECT h.config_id, h.circuit, h.rate_per_second, h.max_in_flight, h.version,
-           config_held_seconds(h) AS held_now,
-           greatest(0, least(
-               %(limit)s::integer,
-               config_cap(h, %(cap)s::integer, %(ramp)s::float8) - h.in_flight,
-               r.room,  -- the worker's own bound
-               CASE WHEN h.circuit = 'open' THEN 1 END,  -- a probe is one delivery
-               CASE WHEN h.rate_per_second IS NOT NULL  -- the rate's burst
-                    THEN greatest(1, floor(h.rate_per_second * %(rate_burst)s::float8))::integer END
-           )) AS quota
-    FROM config_health h
-    -- What the worker may still take of the config: `hold` shares less what it holds
-    -- (given for the configs it holds; a share is the config's maxInFlight or the default).
-    CROSS JOIN LATERAL (
-        SELECT coalesce((SELECT w.room
-                         FROM unnest(%(room_ids)s::text[], %(rooms)s::integer[]) AS w (id, room)
-                         WHERE w.id = h.config_id),
-                        %(hold)s::integer
-                        * CASE WHEN h.max_in_flight IS NULL THEN %(cap)s::integer
-                               ELSE least(h.max_in_flight, %(capacity)s::integer) END) AS room
-    ) r
-    -- The ready set, walked in turn order through its index: configs a claim could take
-    -- something of now (due work, the rate's slot, an open circuit's probe time), the one
-    -- waiting longest since it was served or became ready first. The walk stops after
-    -- `limit` configs: idle, paused and not-yet-due configs are never read, and the ready
-    -- ones behind the first `limit` neither.
-    WHERE config_turn_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at,
-                         h.served_at) <= now()
-      AND config_ready_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at) <= now()
-      AND h.next_due_at IS NOT NULL AND h.paused_at IS NULL AND h.circuit <> 'half_open'
-      AND h.in_flight < config_cap(h, %(cap)s::integer, %(ramp)s::float8)
-      AND r.room > 0
-    ORDER BY config_turn_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at,
-                            h.served_at)
-    LIMIT %(limit)s::integer
+           h.held_now, h.quota
+    FROM claimable_configs(%(limit)s::integer, %(cap)s::integer, %(ramp)s::float8,
+                           %(rate_burst)s::float8, %(capacity)s::integer, %(hold)s::integer,
+                           %(room_ids)s::text[], %(rooms)s::integer[]) h
 ),
 due AS MATERIALIZED (
     -- Up to its quota of each config's oldest due deliveries, locked, skipping rows other
