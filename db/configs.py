@@ -26,6 +26,10 @@ MAX_ENDPOINT_LENGTH = 2048
 # bytes) to every request's `webhook-signature` header and an HMAC to every attempt; without a
 # cap, rotating in a loop would grow the header without bound.
 MAX_PREVIOUS_SECRETS = 5
+# Configs created at once, as a share of those the statistics know of, after which the tables
+# are analysed at once (autovacuum's own share for analysing, without its wait).
+ANALYSE_GROWTH = 0.1
+ANALYSE_AT_LEAST = 500  # configs created at once below which the tables are left to autovacuum
 
 
 @dataclass(frozen=True)
@@ -178,7 +182,21 @@ def create_many(pool: ConnectionPool, new: Sequence[NewConfig]) -> list[tuple[Co
                 health.set_limits(cursor, stored.id, max_in_flight=config.max_in_flight,
                                   rate_per_second=config.rate_per_second)
             created.append((stored, row["secret"]))
+    _analyse_if_grown(pool, len(created))
     return created
+
+
+def _analyse_if_grown(pool: ConnectionPool, added: int) -> None:
+    """Analyse configs and their health rows at once when `added` configs are many (at least
+    ANALYSE_AT_LEAST) and a tenth or more of those the statistics know of.
+
+    Autovacuum would, but only at its next round (up to a minute later): until then the
+    planner takes the configs just created for absent, and looks up an event's subscribers
+    by reading every config instead of through the event types' index.
+    """
+    (known,) = pool.execute("configs_rows_analysed")[0]
+    if added >= max(ANALYSE_AT_LEAST, ANALYSE_GROWTH * known):
+        pool.execute("analyse_configs")
 
 
 def get(pool: ConnectionPool, id: str) -> Config | None:

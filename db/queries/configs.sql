@@ -200,3 +200,11 @@ SELECT count(*) FROM (
     ORDER BY config_id
     FOR UPDATE
 ) health_locked
+
+-- configs_rows_analysed --
+-- Return how many configs PostgreSQL's statistics knew of when it last analysed the table (-1: never analysed)
+SELECT reltuples::float8 FROM pg_class WHERE oid = 'configs'::regclass
+
+-- analyse_configs --
+-- Refresh the statistics of configs and their health rows, by which the planner chooses the indexes of the subscriber look-up and the claim
+ANALYZE configs, config_health

@@ -109,6 +109,21 @@ def test_create_many_creates_none_when_one_input_is_invalid_and_names_it(shared_
     assert shared_api.data("{ configs { edges { cursor } } }")["configs"]["edges"] == []
 
 
+def test_configs_created_by_the_thousand_are_known_to_the_planner_at_once(api, pool):
+    """Without statistics the planner takes the new configs for absent and finds an event's
+    subscribers by reading every config; the batch leaves them analysed."""
+    inputs = [{"endpoint": "https://example.com/hook", "eventTypes": [f"t{n}"]}
+              for n in range(1000)]
+    api.data(CREATE_MANY, {"inputs": inputs})
+    (known,) = pool.execute("configs_rows_analysed")[0]
+    assert known >= 1000
+    with pool.transaction() as cursor:
+        cursor.execute("EXPLAIN SELECT id FROM configs WHERE active AND deleted_at IS NULL"
+                       " AND event_types && ARRAY['t7']")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "configs_subscribed" in plan, plan
+
+
 def test_create_many_takes_one_to_a_thousand_inputs(shared_api):
     one = {"endpoint": "https://example.com/hook", "eventTypes": ["a"]}
     for inputs in ([], [one] * 1001):
