@@ -33,7 +33,7 @@
 WITH health AS MATERIALIZED (
     -- Configs that may send now and have something due, the longest-unserved first, with
     -- how many deliveries each may take: the ready set walked in turn order through its
-    -- index, stopping after `limit` configs (claimable_configs, migration 0028).
+    -- index, stopping after `limit` configs (claimable_configs, migration 0027).
     SELECT h.config_id, h.circuit, h.rate_per_second, h.max_in_flight, h.version,
            h.held_now, h.quota
     FROM claimable_configs(%(limit)s::integer, %(cap)s::integer, %(ramp)s::float8,
