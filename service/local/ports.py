@@ -26,11 +26,15 @@ _held: list[int] = []  # descriptors of the lock files, closed when the process 
 
 def reserve_port() -> int:
     """Return a TCP port of 127.0.0.1 that is free and that no other caller gets."""
-    LOCKS.mkdir(mode=0o777, exist_ok=True)
+    _shared_folder()
     candidates = list(range(LOWEST, _ephemeral_start()))
     random.shuffle(candidates)
     for port in candidates:
-        lock = os.open(LOCKS / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            lock = os.open(LOCKS / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+        except PermissionError:  # another user's lock file it keeps to itself: theirs
+            continue
+        _shared(lock)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # another process holds it
@@ -41,6 +45,21 @@ def reserve_port() -> int:
             return port
         os.close(lock)  # taken by a program that takes no lock
     raise RuntimeError(f"no free TCP port between {LOWEST} and {_ephemeral_start()}")
+
+
+def _shared_folder() -> None:
+    """Make the folder of lock files, writable by every user (as /tmp is: each removes only
+    their own), so that runs as root and as a normal user on one machine share it."""
+    LOCKS.mkdir(exist_ok=True)
+    with contextlib.suppress(PermissionError):  # another user's: they made it shared
+        if LOCKS.stat().st_mode & 0o1777 != 0o1777:
+            LOCKS.chmod(0o1777)
+
+
+def _shared(lock: int) -> None:
+    """Let every user open a lock file this process made (the umask narrows the mode)."""
+    with contextlib.suppress(PermissionError):
+        os.fchmod(lock, 0o666)
 
 
 def accepts_connections(port: int) -> bool:

@@ -67,6 +67,7 @@ def test_every_mutation_is_forbidden_to_a_viewer(viewer, make):
         "pauseConfig": f'(id: "{config.id}") {{ changed }}',
         "resumeConfig": f'(id: "{config.id}") {{ changed }}',
         "resetCircuit": f'(id: "{config.id}") {{ changed }}',
+        "createConfigs": '(inputs: [{endpoint: "https://e.com", eventTypes: ["a"]}]) { secret }',
     }
     mutations = viewer.data('{ __type(name: "Mutation") { fields { name } } }')
     assert set(arguments) == {field["name"] for field in mutations["__type"]["fields"]}
