@@ -15,7 +15,10 @@ Statements that must not run in a transaction (`CREATE INDEX CONCURRENTLY`, whic
 index on a busy table without blocking its writes) go after a line `-- concurrently --`: they
 run one by one, outside the transaction, after it commits and before the migration is
 recorded. Both parts must then be idempotent (`IF NOT EXISTS`): a run interrupted between
-them starts the migration again.
+them starts the migration again. An index whose concurrent build was interrupted is left
+behind INVALID, which `IF NOT EXISTS` would take for done: it is dropped and built again
+(`db/indexes.py`). At the end of every run, any other invalid index on the service's tables
+is rebuilt, and what interrupted concurrent rebuilds left behind is dropped.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pathlib import Path
 import psycopg2.errors
 
 from db.errors import DatabaseUnavailable, translated
+from db.indexes import drop_if_left_invalid, rebuild_invalid
 from db.pool import Pooler, connect
 from db.sql import QUERIES
 
@@ -76,7 +80,8 @@ def migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
 
 def migrate(dsn: str, *, report: Callable[[str], None] = lambda _: None,
             pooler: Pooler = Pooler.AUTO) -> list[Migration]:
-    """Apply every pending migration and return the ones this call applied."""
+    """Apply every pending migration, then rebuild any invalid index; return the migrations
+    this call applied."""
     conn = connect(dsn, autocommit=True, application_name="webhooks-migrate", pooler=pooler)
     applied: list[Migration] = []
     try:
@@ -89,6 +94,7 @@ def migrate(dsn: str, *, report: Callable[[str], None] = lambda _: None,
             for migration in migrations():
                 if run.apply(migration, report):
                     applied.append(migration)
+            rebuild_invalid(cursor, report)
             run.unlock_session()
     finally:
         conn.close()
@@ -148,6 +154,7 @@ class _Run:
                 if migration.concurrent_statements():
                     cursor.execute("COMMIT")
                     for statement in migration.concurrent_statements():
+                        drop_if_left_invalid(cursor, statement, report)
                         cursor.execute(statement)
                     cursor.execute("BEGIN")
                 cursor.execute(QUERIES["record_migration"],

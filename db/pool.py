@@ -13,9 +13,7 @@ connection knows which it is (`pooled`): said by the setting, or found out as it
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import socket
 from collections.abc import Iterator
 from enum import StrEnum
 from typing import Any
@@ -176,27 +174,29 @@ def connect(dsn: str, *, autocommit: bool = False, application_name: str = "webh
             conn.autocommit = True
             with conn.cursor() as cursor:
                 cursor.execute(QUERIES["start_session"])
-                client_port = cursor.fetchone()[0]
+                server_pid = cursor.fetchone()[0]
         except BaseException:
             conn.close()
             raise
     conn.pooled = (pooler is Pooler.TRANSACTION
-                   or (pooler is Pooler.AUTO and through_pooler(conn.fileno(), client_port)))
+                   or (pooler is Pooler.AUTO and through_pooler(conn, server_pid)))
     conn.autocommit = autocommit
     return conn
 
 
-def through_pooler(fileno: int, client_port: int | None) -> bool:
-    """Return True when the server sees another client than this socket: its `client_port`
-    (inet_client_port(), None over a Unix socket) is not the socket's own local port.
+def through_pooler(conn: Any, server_pid: int) -> bool:
+    """Return True when a pooler answered the connection's start-up, not the server session
+    that runs its statements (`server_pid`, that session's pg_backend_pid()).
 
-    A pooler, or anything else that relays the connection, shows as one: treated as a
-    pooler, it costs the prepared statements and nothing else.
+    At start-up the server tells the client its process id and cancel key (BackendKeyData,
+    libpq's backend PID), which a cancel request quotes. A pooler moves its clients between
+    server sessions, so it must hand each client a key of its own and map a cancel to the
+    session running that client's query at the time: PgBouncer's process id is a random
+    number. A relay that only forwards bytes (a TCP forwarder, docker-proxy, a cloud SQL
+    proxy, an SSH tunnel) passes the server's own through. Transport does not matter: over
+    TCP or a Unix socket, to a pooler or to PostgreSQL, the answer is the same.
     """
-    with socket.socket(fileno=os.dup(fileno)) as ours:
-        local = ours.getsockname()
-    own_port = local[1] if ours.family in (socket.AF_INET, socket.AF_INET6) else None
-    return own_port != client_port
+    return conn.info.backend_pid != server_pid
 
 
 @contextlib.contextmanager

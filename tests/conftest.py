@@ -6,13 +6,14 @@ gevent's patches are applied before this file is imported (tests/gevent_first.py
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import gevent
 import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
-from db.adhoc import dsn_for, sql
+from db.adhoc import dsn_for, dsn_parts, dsn_with, sql
 from db.migrate import migrate
 from db.pool import ConnectionPool
 from service.local.pgbouncer import LocalPgBouncer
@@ -166,19 +167,57 @@ def database_url(server_dsn, template_copies) -> Iterator[str]:
 def pgbouncer(postgres_server, server_dsn) -> Iterator[LocalPgBouncer]:
     """Debian's PgBouncer in transaction mode in front of the session's server; skipped
     without it (failed under CI, which installs it)."""
+    _require_pgbouncer()
+    with LocalPgBouncer(server_dsn) as bouncer:
+        yield bouncer
+
+
+def _require_pgbouncer() -> None:
+    """Skip the test when PgBouncer is not installed; fail it under CI, which installs it."""
     missing = LocalPgBouncer.missing()
     if missing:
         if os.environ.get("CI"):
             pytest.fail(f"{missing}; CI must run them (.ci/run installs PgBouncer)")
         pytest.skip(missing)
-    with LocalPgBouncer(server_dsn) as bouncer:
-        yield bouncer
 
 
 @pytest.fixture
 def pooled_database_url(pgbouncer, database_url) -> str:
     """The test's database as reached through the transaction-mode pooler."""
     return pgbouncer.dsn_for(database_url)
+
+
+@pytest.fixture(scope="session")
+def server_unix_socket_dsn(server_dsn) -> str:
+    """The test server's maintenance database reached by its Unix socket; skipped when the
+    server has none on this machine."""
+    ((folders, port),) = sql(server_dsn, "SELECT current_setting('unix_socket_directories'), "
+                                         "current_setting('port')")
+    for folder in (name.strip() for name in folders.split(",")):
+        if folder.startswith("/") and (Path(folder) / f".s.PGSQL.{port}").exists():
+            return dsn_with(server_dsn, host=folder, port=port)
+    pytest.skip("the test server has no Unix socket on this machine")
+
+
+@pytest.fixture
+def unix_socket_database_url(server_unix_socket_dsn, database_url) -> str:
+    """The test's database reached directly, by the server's Unix socket."""
+    return dsn_for(server_unix_socket_dsn, dsn_parts(database_url)["dbname"])
+
+
+@pytest.fixture(scope="session")
+def pgbouncer_beside_postgres(server_unix_socket_dsn) -> Iterator[LocalPgBouncer]:
+    """A second PgBouncer as it often runs on the database's own host: it reaches the server by
+    its Unix socket, and clients reach it by its own (`unix_pooled_database_url`)."""
+    _require_pgbouncer()
+    with LocalPgBouncer(server_unix_socket_dsn) as bouncer:
+        yield bouncer
+
+
+@pytest.fixture
+def unix_pooled_database_url(pgbouncer_beside_postgres, database_url) -> str:
+    """The test's database through the pooler, on Unix sockets from end to end."""
+    return pgbouncer_beside_postgres.dsn_for(database_url, unix_socket=True)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ offsets committed — never how often a batch was read.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import socket
 import struct
@@ -19,9 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import confluent_kafka
-import gevent
 import pytest
-from gevent.server import StreamServer
 from kafka import (
     KafkaAdminClient,
     KafkaConsumer,
@@ -98,31 +95,6 @@ class Topic:
 
     def close(self) -> None:
         self._producer.close(timeout=PATIENCE)
-
-
-@contextlib.contextmanager
-def relaying(port: int, target: int) -> Iterator[None]:
-    """Relay each connection to 127.0.0.1:`port` to 127.0.0.1:`target`, both ways, until
-    the block ends (a broker reachable at another address than its own)."""
-
-    def relay(client: socket.socket, _address: object) -> None:
-        with client, socket.create_connection(("127.0.0.1", target)) as upstream:
-            pumps = [gevent.spawn(_pump, client, upstream), gevent.spawn(_pump, upstream, client)]
-            gevent.joinall(pumps, count=1)
-            gevent.killall(pumps)
-
-    server = StreamServer(("127.0.0.1", port), relay)
-    server.start()
-    try:
-        yield
-    finally:
-        server.stop(timeout=1)
-
-
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    with contextlib.suppress(OSError):  # either side hung up
-        while data := source.recv(65536):
-            sink.sendall(data)
 
 
 def unique(prefix: str) -> str:

@@ -3,6 +3,6 @@
 SELECT 1
 
 -- start_session --
--- Set the session's time zone to UTC (a transaction-mode pooler carries it to every server session it lends this client) and return the client port the server sees: the connection's own local port when nothing stands in between, another when a pooler does
+-- Set the session's time zone to UTC (a transaction-mode pooler carries it to every server session it lends this client) and return the process id of the server session that runs it: the one announced at start-up when nothing but bytes stand in between, another when a pooler answered the start-up
 SET TIME ZONE 'UTC';
-SELECT inet_client_port()
+SELECT pg_backend_pid()

@@ -30,3 +30,38 @@ SELECT pg_advisory_unlock(7245101)
 -- try_migration_lock_for_transaction --
 -- Take the migration lock until the current transaction ends, if no other run holds it
 SELECT pg_try_advisory_xact_lock(7245101)
+
+-- index_build_under_way --
+-- Whether another session of this database is building or rebuilding an index on the table of index `i` (included by the statements below), so that an invalid index there may be that build's own, under way; another role's build hides its table, so it counts as one on this table
+EXISTS (SELECT 1 FROM pg_stat_progress_create_index AS build
+        WHERE build.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+          AND build.pid <> pg_backend_pid()
+          AND (build.relid IS NULL OR build.relid = i.indrelid))
+
+-- index_left_invalid --
+-- Say whether the index of this name exists but is invalid (a concurrent build of it was interrupted), with no build under way on its table
+SELECT EXISTS (SELECT 1 FROM pg_index AS i
+               WHERE i.indexrelid = to_regclass(%(name)s) AND NOT i.indisvalid
+                 AND NOT /* include index_build_under_way */)
+
+-- invalid_indexes --
+-- List the invalid indexes on the tables of the service's schema that its role owns, each with whether it is the leftover of an interrupted REINDEX CONCURRENTLY (its new `_ccnew` or old `_ccold` copy) or DROP INDEX CONCURRENTLY (no longer live), to drop, or an index to rebuild; and whether a build under way on its table leaves it alone
+SELECT n.nspname AS schema, ix.relname AS name,
+       (ix.relname ~ '_cc(new|old)[0-9]*$' OR NOT i.indislive) AS leftover,
+       /* include index_build_under_way */ AS building
+FROM pg_index AS i
+JOIN pg_class AS ix ON ix.oid = i.indexrelid
+JOIN pg_class AS tbl ON tbl.oid = i.indrelid
+JOIN pg_namespace AS n ON n.oid = tbl.relnamespace
+WHERE NOT i.indisvalid
+  AND n.nspname = current_schema()
+  AND pg_has_role(tbl.relowner, 'USAGE')
+ORDER BY leftover DESC, ix.relname
+
+-- drop_index_concurrently --
+-- Drop an index without blocking its table's reads and writes (outside any transaction; {index} is the quoted name)
+DROP INDEX CONCURRENTLY IF EXISTS {index}
+
+-- reindex_concurrently --
+-- Build an index again from its definition without blocking its table's reads and writes, and swap it in (outside any transaction; {index} is the quoted name)
+REINDEX INDEX CONCURRENTLY {index}

@@ -3,7 +3,10 @@ run it (Heroku's connection pooling, Supabase's and Neon's poolers): each transa
 client may run on another server session.
 
 PgBouncer refuses to run as root: as root it runs as `nobody`, from a folder that user can
-read. Every database of the server is reachable through it by its own name.
+read. Every database of the server is reachable through it by its own name, on 127.0.0.1 and
+on a Unix socket in that folder (`unix_socket_dir`). It reaches the server as the server's DSN
+says: by TCP, or by the server's Unix socket when the DSN's host is a folder (PgBouncer beside
+PostgreSQL on one host, both ends on Unix sockets).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import os
 import pwd
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -27,7 +31,7 @@ NOT_INSTALLED = ("pooler tests NOT run: no PgBouncer at {path} (apt-get install 
 
 
 class LocalPgBouncer:
-    """One PgBouncer on 127.0.0.1 in transaction mode; a context manager."""
+    """One PgBouncer on 127.0.0.1 and a Unix socket, in transaction mode; a context manager."""
 
     def __init__(self, server_dsn: str, *, pool_size: int = 20) -> None:
         server = dsn_parts(server_dsn)
@@ -38,6 +42,7 @@ class LocalPgBouncer:
         self.port = reserve_port()
         self.base = Path(tempfile.mkdtemp(prefix="webhooks-pgbouncer-"))
         self.base.chmod(0o755)
+        self.unix_socket_dir = self.base
         self._process: subprocess.Popen | None = None
 
     @staticmethod
@@ -47,9 +52,11 @@ class LocalPgBouncer:
             return NOT_INSTALLED.format(path=BINARY)
         return None
 
-    def dsn_for(self, server_dsn: str) -> str:
-        """Return `server_dsn` (a database of the server behind) as reached through PgBouncer."""
-        return dsn_with(server_dsn, host="127.0.0.1", port=self.port)
+    def dsn_for(self, server_dsn: str, *, unix_socket: bool = False) -> str:
+        """Return `server_dsn` (a database of the server behind) as reached through PgBouncer,
+        on its Unix socket if `unix_socket`."""
+        host = str(self.unix_socket_dir) if unix_socket else "127.0.0.1"
+        return dsn_with(server_dsn, host=host, port=self.port)
 
     @property
     def log_path(self) -> Path:
@@ -65,7 +72,7 @@ class LocalPgBouncer:
             "[pgbouncer]\n"
             "listen_addr = 127.0.0.1\n"
             f"listen_port = {self.port}\n"
-            "unix_socket_dir =\n"
+            f"unix_socket_dir = {self.unix_socket_dir}\n"
             "auth_type = trust\n"
             f"auth_file = {users}\n"
             "pool_mode = transaction\n"
@@ -83,7 +90,7 @@ class LocalPgBouncer:
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                          start_new_session=True)
         deadline = time.monotonic() + START_TIMEOUT
-        while not accepts_connections(self.port):
+        while not (accepts_connections(self.port) and self._listens_on_unix_socket()):
             if self._process.poll() is not None:
                 raise RuntimeError(f"pgbouncer exited with {self._process.returncode}: "
                                    f"{self._process.stderr.read().decode()}{self._log()}")
@@ -111,6 +118,15 @@ class LocalPgBouncer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+    def _listens_on_unix_socket(self) -> bool:
+        with socket.socket(socket.AF_UNIX) as local:
+            local.settimeout(0.5)
+            try:
+                local.connect(str(self.unix_socket_dir / f".s.PGSQL.{self.port}"))
+            except OSError:
+                return False
+        return True
 
     def _log(self) -> str:
         return self.log_path.read_text() if self.log_path.exists() else ""

@@ -18,10 +18,10 @@ from tests.kafka import (
     Topic,
     consumer_settings,
     new_topic,
-    relaying,
     unique,
 )
 from tests.outages import broker_frozen, postgres_down
+from tests.relay import relaying
 
 
 def _ids(make):

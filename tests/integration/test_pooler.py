@@ -12,16 +12,18 @@ import gevent
 import pytest
 
 from db import configs, health, retention, tokens
-from db.adhoc import sql
+from db.adhoc import dsn_parts, dsn_with, sql
 from db.migrate import migrate, migrations
 from db.pool import ConnectionPool, Pooler, connect
 from db.sql import QUERIES
+from service.local.ports import reserve_port
 from service.runtime.settings import Settings
 from service.runtime.telemetry import Telemetry
 from service.web.app import create_app
 from tests.api.conftest import Api
 from tests.factories import Factories
 from tests.helpers import wait_until
+from tests.relay import relaying
 
 EVENTS = 100
 NO_LISTEN = "no LISTEN: the database URL reaches a transaction-mode pooler"
@@ -31,22 +33,40 @@ def _pooled_settings(settings: Settings, pooled_url: str, direct_url: str | None
     return settings.replace(database_url=pooled_url, database_direct_url=direct_url)
 
 
-def test_each_connection_knows_whether_a_pooler_stands_between(database_url,
-                                                               pooled_database_url):
-    found = {}
-    for name, dsn, pooler in [("direct", database_url, Pooler.AUTO),
-                              ("pooled", pooled_database_url, Pooler.AUTO),
-                              ("said pooled", database_url, Pooler.TRANSACTION),
-                              ("said direct", pooled_database_url, Pooler.NONE)]:
-        conn = connect(dsn, pooler=pooler)
-        try:
-            with conn.cursor() as cursor:
-                cursor.execute("SHOW TimeZone")
-                found[name] = (conn.pooled, cursor.fetchone()[0])
-        finally:
-            conn.close()
-    assert found == {"direct": (False, "UTC"), "pooled": (True, "UTC"),
-                     "said pooled": (True, "UTC"), "said direct": (False, "UTC")}
+def test_each_connection_knows_whether_a_pooler_stands_between(
+        database_url, unix_socket_database_url, pgbouncer, pooled_database_url,
+        unix_pooled_database_url):
+    """Found out by who answered the connection's start-up, whatever the transport: PgBouncer
+    on TCP or on a Unix socket is a pooler; PostgreSQL on either, or behind a relay that only
+    forwards bytes, is not."""
+    relay = reserve_port()
+    with relaying(relay, int(dsn_parts(database_url)["port"])):
+        reaches = [
+            ("direct", database_url, Pooler.AUTO),
+            ("direct on a Unix socket", unix_socket_database_url, Pooler.AUTO),
+            ("through a TCP relay", dsn_with(database_url, port=relay), Pooler.AUTO),
+            ("pooled", pooled_database_url, Pooler.AUTO),
+            ("pooled on a Unix socket", pgbouncer.dsn_for(database_url, unix_socket=True),
+             Pooler.AUTO),
+            ("pooled on Unix sockets both ends", unix_pooled_database_url, Pooler.AUTO),
+            ("said pooled", database_url, Pooler.TRANSACTION),
+            ("said direct", pooled_database_url, Pooler.NONE),
+        ]
+        found = {}
+        for name, dsn, pooler in reaches:
+            conn = connect(dsn, pooler=pooler)
+            try:
+                with conn.cursor() as cursor:
+                    cursor.execute("SHOW TimeZone")
+                    found[name] = (conn.pooled, cursor.fetchone()[0])
+            finally:
+                conn.close()
+    assert found == {
+        "direct": (False, "UTC"), "direct on a Unix socket": (False, "UTC"),
+        "through a TCP relay": (False, "UTC"), "pooled": (True, "UTC"),
+        "pooled on a Unix socket": (True, "UTC"),
+        "pooled on Unix sockets both ends": (True, "UTC"),
+        "said pooled": (True, "UTC"), "said direct": (False, "UTC")}
 
 
 def test_the_time_zone_holds_on_every_server_session_the_pooler_lends(pooled_database_url):
@@ -69,18 +89,27 @@ def test_the_time_zone_holds_on_every_server_session_the_pooler_lends(pooled_dat
             other.close()
 
 
+@pytest.fixture(params=["pooled_database_url", "unix_pooled_database_url"],
+                ids=["on TCP", "on Unix sockets"])
+def pooled_url(request) -> str:
+    """The test's database through PgBouncer on TCP, or on Unix sockets from end to end."""
+    return request.getfixturevalue(request.param)
+
+
 @pytest.mark.parametrize("direct", [False, True], ids=["pooled only", "with a direct URL"])
 def test_the_pipeline_delivers_everything_through_the_pooler(
-        direct, settings, database_url, pooled_database_url, receiver_factory, start_worker,
+        direct, settings, database_url, pooled_url, receiver_factory, start_worker,
         caplog):
+    """Claims, records and health settlements (prepared statements on a direct connection)
+    run through the pooler however it is reached."""
     caplog.set_level(logging.WARNING, logger="webhooks.wakeup")
     receivers = [receiver_factory() for _ in range(3)]
-    pool = ConnectionPool(pooled_database_url, size=2)
+    pool = ConnectionPool(pooled_url, size=2)
     make = Factories(pool)
     try:
         for receiver in receivers:
             make.config(endpoint=receiver.url, event_types=["t"])
-        worker = start_worker(database_url=pooled_database_url,
+        worker = start_worker(database_url=pooled_url,
                               database_direct_url=database_url if direct else None)
         for n in range(EVENTS):
             make.event(type="t", id=f"e{n}")
