@@ -38,6 +38,7 @@ from bench import environment as env
 from bench import history_api
 from bench.scenarios import DISPATCH_WHERE, _percentile
 from db.adhoc import fresh_database, sql
+from db.scope import DEFAULT_TENANT_ID
 from service.local.postgres import temporary_postgres
 from service.local.processes import ROOT, machine
 
@@ -200,7 +201,8 @@ def _latency(pg, size: int, options: argparse.Namespace) -> dict:
                             event_type="quiet", prefix="quiet")
         pool = ConnectionPool(dsn, size=2)
         with env.workers(dsn, 1, WEBHOOKS_DISPATCH_CONCURRENCY=CONCURRENCY):
-            events.publish(pool, events.new_event("warm-up", "quiet", {}, max_payload=1 << 20))
+            events.publish(pool, events.new_event("warm-up", "quiet", {},
+                                                  tenant_id=DEFAULT_TENANT_ID, max_payload=1 << 20))
             env.wait_for(dsn, DISPATCH_WHERE, 1, timeout=120)
             interval = 1.0 / options.latency_rate
             started = time.monotonic()
@@ -210,6 +212,7 @@ def _latency(pg, size: int, options: argparse.Namespace) -> dict:
                     time.sleep(delay)
                 events.publish(pool, events.new_event(f"quiet-{n}", "quiet",
                                                       {"sent_at": time.time()},
+                                                      tenant_id=DEFAULT_TENANT_ID,
                                                       max_payload=1 << 20))
             env.wait_for(dsn, f"{DISPATCH_WHERE} AND event_type = 'quiet'",
                          options.latency_events + 1, timeout=120)
@@ -234,7 +237,8 @@ def _fan_out(pg, url: str, options: argparse.Namespace) -> dict:
     pool = ConnectionPool(dsn, size=1)
     times = []
     for n in range(options.fan_out_events):
-        event = events.new_event(f"fan-{n}", "everyone", {"n": n}, max_payload=1 << 20)
+        event = events.new_event(f"fan-{n}", "everyone", {"n": n}, tenant_id=DEFAULT_TENANT_ID,
+                                 max_payload=1 << 20)
         started = time.perf_counter()
         published = events.publish(pool, event)
         times.append((time.perf_counter() - started) * 1000)

@@ -18,29 +18,30 @@ from db import inspection
 from db.adhoc import fresh_database, sql
 from db.filters import DeliveryFilter
 from db.pool import ConnectionPool
+from db.scope import PLATFORM
 from graphql_schema.queries import HISTORY_SCAN_LIMIT
 from service.local.postgres import temporary_postgres
 
 FILL = """
-INSERT INTO configs (id, name, endpoint, secret, event_types)
-SELECT 'cfg-' || n, 'config ' || n, 'http://127.0.0.1:9/' || n, %(secret)s,
+INSERT INTO configs (tenant_id, id, name, endpoint, secret, event_types)
+SELECT 1, 'cfg-' || n, 'config ' || n, 'http://127.0.0.1:9/' || n, %(secret)s,
        ARRAY['type.0', 'type.1', 'type.2', 'type.3', 'type.4']
 FROM generate_series(0, 19) n;
-INSERT INTO events (id, type, payload, occurred_at, source, created_at)
-SELECT 'evt-' || n, 'type.' || (n %% 5), '{}', now(), 'api',
+INSERT INTO events (tenant_id, id, type, payload, occurred_at, source, created_at)
+SELECT 1, 'evt-' || n, 'type.' || (n %% 5), '{}', now(), 'api',
        now() - make_interval(secs => n * %(spread)s)
 FROM generate_series(1, %(n)s) n;
-INSERT INTO deliveries (event_id, config_id, event_type, status, attempt_count,
+INSERT INTO deliveries (tenant_id, event_id, config_id, event_type, status, attempt_count,
                         next_attempt_at, last_status_code, created_at, updated_at)
-SELECT 'evt-' || n, 'cfg-' || (n %% 20), 'type.' || (n %% 5),
+SELECT 1, 'evt-' || n, 'cfg-' || (n %% 20), 'type.' || (n %% 5),
        CASE WHEN n %% 10 = 0 THEN 'failed' WHEN n %% 97 = 0 THEN 'pending' ELSE 'succeeded' END,
        1, CASE WHEN n %% 97 = 0 AND n %% 10 <> 0 THEN now() + make_interval(mins => n %% 60) END,
        CASE WHEN n %% 10 = 0 THEN 500 ELSE 200 END,
        now() - make_interval(secs => n * %(spread)s), now()
 FROM generate_series(%(n)s, 1, -1) n;
-INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation, endpoint,
+INSERT INTO delivery_attempts (tenant_id, delivery_id, attempt_number, replay_generation, endpoint,
                                outcome, status_code, duration_ms, created_at)
-SELECT id, 1, 0, 'http://127.0.0.1:9/', CASE WHEN status = 'failed' THEN 'http_error'
+SELECT 1, id, 1, 0, 'http://127.0.0.1:9/', CASE WHEN status = 'failed' THEN 'http_error'
        ELSE 'success' END, last_status_code, 5, created_at
 FROM deliveries ORDER BY id;
 ANALYZE;
@@ -73,30 +74,32 @@ def main() -> None:
         day_ago = datetime.now(UTC) - timedelta(days=1)
         cases = {
             "newest page, no filter": lambda: inspection.deliveries(
-                pool, DeliveryFilter(), limit=51),
+                pool, PLATFORM, DeliveryFilter(), limit=51),
             "newest page, failed": lambda: inspection.deliveries(
-                pool, DeliveryFilter(statuses=["failed"]), limit=51),
+                pool, PLATFORM, DeliveryFilter(statuses=["failed"]), limit=51),
             "newest page, 2 configs + code 500": lambda: inspection.deliveries(
-                pool, DeliveryFilter(config_ids=["cfg-3", "cfg-7"], last_status_codes=[500]),
+                pool, PLATFORM, DeliveryFilter(config_ids=["cfg-3", "cfg-7"],
+                                               last_status_codes=[500]),
                 limit=51),
             "newest page, event type, last day": lambda: inspection.deliveries(
-                pool, DeliveryFilter(event_types=["type.2"], created_after=day_ago), limit=51),
+                pool, PLATFORM, DeliveryFilter(event_types=["type.2"],
+                                               created_after=day_ago), limit=51),
             "due soonest, pending": lambda: inspection.deliveries(
-                pool, DeliveryFilter(statuses=["pending"]), limit=51,
+                pool, PLATFORM, DeliveryFilter(statuses=["pending"]), limit=51,
                 order=inspection.Order.DUE_SOONEST),
             "totalCount, failed (bounded, then estimate)": lambda: inspection.count(
-                pool, DeliveryFilter(statuses=["failed"]), bound=10_000),
+                pool, PLATFORM, DeliveryFilter(statuses=["failed"]), bound=10_000),
             "totalCount, one config, last day": lambda: inspection.count(
-                pool, DeliveryFilter(config_ids=["cfg-3"], created_after=day_ago),
+                pool, PLATFORM, DeliveryFilter(config_ids=["cfg-3"], created_after=day_ago),
                 bound=10_000),
             "dry-run count, failed, last day": lambda: inspection.count(
-                pool, DeliveryFilter(statuses=["failed"], created_after=day_ago,
+                pool, PLATFORM, DeliveryFilter(statuses=["failed"], created_after=day_ago,
                                      replayable_only=True), bound=10_000),
             "attemptHistory 24 h (100k scan)": lambda: inspection.attempt_history(
-                pool, since=day_ago, bucket_seconds=3600, config_ids=None,
+                pool, PLATFORM, since=day_ago, bucket_seconds=3600, config_ids=None,
                 scan_limit=HISTORY_SCAN_LIMIT),
             "attemptHistory 24 h, one config": lambda: inspection.attempt_history(
-                pool, since=day_ago, bucket_seconds=3600, config_ids=["cfg-3"],
+                pool, PLATFORM, since=day_ago, bucket_seconds=3600, config_ids=["cfg-3"],
                 scan_limit=HISTORY_SCAN_LIMIT),
         }
         print(f"\n{'query':<46} {'median ms':>10}")

@@ -27,20 +27,20 @@ SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
 def add_configs(dsn: str, endpoint: str, count: int = 1, *, event_type: str = EVENT_TYPE,
                 prefix: str = "bench") -> None:
     """Subscribe `count` configs (ids `prefix-1` ...) to `event_type` at `endpoint`."""
-    sql(dsn, "INSERT INTO configs (id, name, endpoint, secret, event_types)"
-             " SELECT %s || '-' || g, 'bench', %s, %s, ARRAY[%s] FROM generate_series(1, %s) g",
+    sql(dsn, "INSERT INTO configs (tenant_id, id, name, endpoint, secret, event_types)"
+             " SELECT 1, %s || '-' || g, 'bench', %s, %s, ARRAY[%s] FROM generate_series(1, %s) g",
         (prefix, endpoint, SECRET, event_type, count))
 
 
 def prefill(dsn: str, events: int, *, prefix: str = "evt", due_in: str = "0 seconds",
             event_type: str = EVENT_TYPE) -> None:
     """Insert `events` events with one pending delivery per subscribed config, set-based."""
-    sql(dsn, "INSERT INTO events (id, type, payload, occurred_at, source)"
-             " SELECT %s || '-' || g, %s, json_build_object('n', g, 'text', repeat('x', 100)),"
+    sql(dsn, "INSERT INTO events (tenant_id, id, type, payload, occurred_at, source)"
+             " SELECT 1, %s || '-' || g, %s, json_build_object('n', g, 'text', repeat('x', 100)),"
              " now(), 'api' FROM generate_series(1, %s) g",
         (prefix, event_type, events))
-    sql(dsn, "INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at)"
-             " SELECT e.id, c.id, e.type, now() + %s::interval FROM events e"
+    sql(dsn, "INSERT INTO deliveries (tenant_id, event_id, config_id, event_type, next_attempt_at)"
+             " SELECT 1, e.id, c.id, e.type, now() + %s::interval FROM events e"
              " JOIN configs c ON c.event_types @> ARRAY[e.type]"
              " WHERE e.id LIKE %s || '-%%'",
         (due_in, prefix))
@@ -163,7 +163,7 @@ def api_token(dsn: str, role: str, prefix: str) -> str:
 
     pool = ConnectionPool(dsn, size=1)
     try:
-        return tokens.create(pool, name=f"{prefix}-{time.time_ns()}", role=role)[1]
+        return tokens.create(pool, name=f"{prefix}-{time.time_ns()}", tenant_id=None, role=role)[1]
     finally:
         pool.close()
 

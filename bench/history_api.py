@@ -121,7 +121,8 @@ class Client:
 
     def __init__(self, dsn: str, url: str, stack: contextlib.ExitStack) -> None:
         pool = ConnectionPool(dsn, size=1)
-        _, token = tokens.create(pool, name=f"bench-history-{time.time_ns()}", role="viewer")
+        _, token = tokens.create(pool, name=f"bench-history-{time.time_ns()}", tenant_id=None,
+                                 role="viewer")
         pool.close()
         self.url = url
         self.session = stack.enter_context(requests.Session())

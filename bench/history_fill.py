@@ -68,18 +68,18 @@ rows AS (
     FROM shaped
 ),
 new_events AS (
-    INSERT INTO events (id, type, payload, occurred_at, source, created_at)
-    SELECT %(prefix)s || (g / 2), 'type.' || ((g / 2) %% %(event_types)s),
+    INSERT INTO events (tenant_id, id, type, payload, occurred_at, source, created_at)
+    SELECT 1, %(prefix)s || (g / 2), 'type.' || ((g / 2) %% %(event_types)s),
            json_build_object('id', g / 2, 'amount', (g / 2) %% 10000, 'currency', 'EUR',
                              'note', repeat('x', 100)),
            created_at, 'kafka', created_at
     FROM rows WHERE g %% 2 = 0
 )
-INSERT INTO deliveries (id, event_id, config_id, event_type, status, attempt_count,
+INSERT INTO deliveries (tenant_id, id, event_id, config_id, event_type, status, attempt_count,
                         generation_started_at, next_attempt_at, last_status_code, last_error,
                         created_at, updated_at)
 OVERRIDING SYSTEM VALUE
-SELECT %(base)s + g + 1, %(prefix)s || (g / 2), 'history-' || config,
+SELECT 1, %(base)s + g + 1, %(prefix)s || (g / 2), 'history-' || config,
        'type.' || ((g / 2) %% %(event_types)s),
        status, attempts, created_at,
        CASE WHEN status = 'pending' THEN now() + make_interval(hours => (1 + h %% 6)::int) END,
@@ -91,10 +91,10 @@ FROM rows
 """
 
 _ATTEMPTS = """
-INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation, endpoint,
+INSERT INTO delivery_attempts (tenant_id, delivery_id, attempt_number, replay_generation, endpoint,
                                outcome, status_code, duration_ms, response_excerpt, error,
                                created_at)
-SELECT d.id, k, 0, 'https://hooks.example.com/' || d.config_id,
+SELECT 1, d.id, k, 0, 'https://hooks.example.com/' || d.config_id,
        CASE WHEN d.status = 'succeeded' AND k = d.attempt_count THEN 'success'
             WHEN (d.id + k) %% 3 = 0 THEN 'timeout' ELSE 'http_error' END,
        CASE WHEN d.status = 'succeeded' AND k = d.attempt_count THEN 200
@@ -141,8 +141,8 @@ def fill(dsn: str, total: int, *, progress: Callable[[str], None],
         with conn.cursor() as cursor:
             cursor.execute("SET maintenance_work_mem = '1GB'")
             cursor.execute(
-                "INSERT INTO configs (id, name, endpoint, secret, event_types)"
-                " SELECT 'history-' || c, 'history ' || c, 'https://hooks.example.com/' || c,"
+                "INSERT INTO configs (tenant_id, id, name, endpoint, secret, event_types)"
+                " SELECT 1, 'history-' || c, 'history ' || c, 'https://hooks.example.com/' || c,"
                 " 'whsec_history', ARRAY(SELECT 'type.' || t FROM generate_series(0, %s) t)"
                 " FROM generate_series(0, %s) c ON CONFLICT DO NOTHING",
                 (EVENT_TYPES - 1, CONFIGS - 1))

@@ -10,17 +10,18 @@ from bench import environment as env
 from db import events
 from db.adhoc import sql
 from db.pool import ConnectionPool
+from db.scope import DEFAULT_TENANT_ID
 
 CONFIG = "bench-1"  # the config the measured dispatch and ingest deliver to (env.add_configs)
 
 
 def prefill(dsn: str, count: int, prefix: str) -> None:
     """Add `count` deliveries due now for the benchmark's config, set-based."""
-    sql(dsn, "INSERT INTO events (id, type, payload, occurred_at, source)"
-                 " SELECT %s || g, %s, json_build_object('n', g, 'text', repeat('x', 100)),"
+    sql(dsn, "INSERT INTO events (tenant_id, id, type, payload, occurred_at, source)"
+                 " SELECT 1, %s || g, %s, json_build_object('n', g, 'text', repeat('x', 100)),"
                  " now(), 'api' FROM generate_series(1, %s) g", (prefix, env.EVENT_TYPE, count))
-    sql(dsn, "INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at)"
-                 " SELECT %s || g, %s, %s, now() FROM generate_series(1, %s) g",
+    sql(dsn, "INSERT INTO deliveries (tenant_id, event_id, config_id, event_type, next_attempt_at)"
+                 " SELECT 1, %s || g, %s, %s, now() FROM generate_series(1, %s) g",
             (prefix, CONFIG, env.EVENT_TYPE, count))
     sql(dsn, "ANALYZE deliveries", autocommit=True)
     sql(dsn, "SELECT notify_deliveries_due()", autocommit=True)
@@ -63,7 +64,8 @@ class Ingest:
             gevent.sleep(max(0.0, due - time.monotonic()))
             stamp = time.time_ns()
             batch_events = [events.new_event(f"ingest-{stamp}-{n}", env.EVENT_TYPE,
-                                             {"n": n, "text": "x" * 100}, max_payload=1 << 20)
+                                             {"n": n, "text": "x" * 100},
+                                             tenant_id=DEFAULT_TENANT_ID, max_payload=1 << 20)
                             for n in range(batch)]
             with self.pool.transaction() as cursor:
                 events.ingest(cursor, batch_events, source="kafka")

@@ -30,6 +30,7 @@ from bench.scenarios import Sizes  # noqa: E402
 from db import configs  # noqa: E402
 from db.adhoc import fresh_database  # noqa: E402
 from db.pool import ConnectionPool  # noqa: E402
+from db.scope import DEFAULT_TENANT_ID  # noqa: E402
 from service.ingest.consumer import Consumer  # noqa: E402
 from service.local.kafka import LocalKafka  # noqa: E402
 from service.local.ports import reserve_port  # noqa: E402
@@ -131,7 +132,7 @@ def _run(pg, broker: LocalKafka, events: int, batch_size: int, fan_out: int) -> 
     dsn = fresh_database(pg.dsn, f"ingest_fan_out_{fan_out}")
     pool = ConnectionPool(dsn, size=2, application_name="bench-ingest")
     for _ in range(fan_out):
-        configs.create(pool, endpoint=NOWHERE, event_types=[EVENT_TYPE])
+        configs.create(pool, DEFAULT_TENANT_ID, endpoint=NOWHERE, event_types=[EVENT_TYPE])
     settings = Settings.load({}, {"database_url": dsn}).replace(
         kafka_bootstrap_servers=broker.bootstrap, kafka_topics=(TOPIC,),
         kafka_group_id=f"bench-{fan_out}-{time.monotonic_ns()}", kafka_batch_size=batch_size,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bench import environment as env
 from db.adhoc import count_deliveries, fresh_database
+from db.scope import DEFAULT_TENANT_ID, PLATFORM
 
 FAST_CONFIGS = 10
 HUNG_TIMEOUT = "5s"
@@ -72,7 +73,7 @@ def quiet_behind_slow(pg, sizes, *, backlog: int) -> dict:
             env.wait_for(dsn, "status = 'succeeded'", 50, timeout=60)
             for n in range(sizes.probes):
                 event = events.new_event(f"quiet-{n}", "quiet", {"sent_at": time.time()},
-                                         max_payload=1 << 20)
+                                         tenant_id=DEFAULT_TENANT_ID, max_payload=1 << 20)
                 events.publish(pool, event)
                 time.sleep(sizes.probe_interval)
             env.wait_for(dsn, "event_type = 'quiet' AND status = 'succeeded'", sizes.probes,
@@ -107,7 +108,7 @@ def claim_behind_held(pg, held: int = 100_000, rounds: int = 50) -> dict:
 
     empty = per_claim()
     env.prefill(dsn, held, prefix="held", event_type="held", due_in="-1 hour")
-    health.pause(pool, "held-1", reason="bench")
+    health.pause(pool, PLATFORM, "held-1", reason="bench")
     behind = per_claim()
     pool.close()
     return {"held": held, "claim_ms_empty": empty, "claim_ms_behind_held": behind}

@@ -62,9 +62,9 @@ STAGE = """
 UPDATE deliveries SET status = 'failed', next_attempt_at = NULL, last_status_code = 500,
        last_error = 'HTTP 500: upstream down', attempt_count = 1
 WHERE id % 5 = 0;
-INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation, endpoint,
+INSERT INTO delivery_attempts (tenant_id, delivery_id, attempt_number, replay_generation, endpoint,
                                outcome, status_code, duration_ms, response_excerpt)
-SELECT id, 1, 0, 'http://127.0.0.1:9/hook', 'http_error', 500, 12, 'upstream down'
+SELECT 1, id, 1, 0, 'http://127.0.0.1:9/hook', 'http_error', 500, 12, 'upstream down'
 FROM deliveries WHERE status = 'failed';
 UPDATE deliveries SET status = 'delivering', claimed_at = now() - interval '1 minute',
        claimed_by = 'elsewhere', claim_token = gen_random_uuid()

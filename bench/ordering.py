@@ -31,21 +31,23 @@ def _fill(dsn: str, url: str, *, deliveries: int, keys: int, ordered: bool,
     """One config at `url` (ordered or not) and `deliveries` events over `keys` keys, their
     deliveries numbered per key by the database as ingestion would; with `held_key_backlog`,
     one more key whose first delivery failed and holds that many behind it."""
-    sql(dsn, "INSERT INTO configs (id, name, endpoint, secret, event_types, ordering) "
-             "VALUES ('bench', 'bench', %s, %s, ARRAY['bench.ordered'], %s)",
+    sql(dsn, "INSERT INTO configs (tenant_id, id, name, endpoint, secret, event_types, ordering) "
+             "VALUES (1, 'bench', 'bench', %s, %s, ARRAY['bench.ordered'], %s)",
         (url, env.SECRET, "per_key" if ordered else "unordered"))
-    sql(dsn, "INSERT INTO events (id, type, payload, occurred_at, source, ordering_key) "
-             "SELECT 'evt-' || g, 'bench.ordered', json_build_object('n', g), now(), 'api', "
+    sql(dsn, "INSERT INTO events (tenant_id, id, type, payload, occurred_at, source, ordering_key) "
+             "SELECT 1, 'evt-' || g, 'bench.ordered', json_build_object('n', g), now(), 'api', "
              "'key-' || (g %% %s) FROM generate_series(1, %s) g", (keys, deliveries))
-    sql(dsn, "INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at, "
-             "ordering_key) SELECT e.id, 'bench', e.type, now(), e.ordering_key FROM events e "
+    sql(dsn, "INSERT INTO deliveries (tenant_id, event_id, config_id, event_type, next_attempt_at, "
+             "ordering_key) SELECT 1, e.id, 'bench', e.type, now(), e.ordering_key FROM events e "
              "ORDER BY substr(e.id, 5)::integer")
     if held_key_backlog:
-        sql(dsn, "INSERT INTO events (id, type, payload, occurred_at, source, ordering_key) "
-                 "SELECT 'held-' || g, 'bench.ordered', '{}', now(), 'api', 'held' "
+        sql(dsn, "INSERT INTO events (tenant_id, id, type, payload, occurred_at, source, "
+                 "ordering_key) "
+                 "SELECT 1, 'held-' || g, 'bench.ordered', '{}', now(), 'api', 'held' "
                  "FROM generate_series(1, %s) g", (held_key_backlog + 1,))
-        sql(dsn, "INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at, "
-                 "ordering_key) SELECT e.id, 'bench', e.type, now(), 'held' FROM events e "
+        sql(dsn, "INSERT INTO deliveries (tenant_id, event_id, config_id, event_type, "
+                 "next_attempt_at, "
+                 "ordering_key) SELECT 1, e.id, 'bench', e.type, now(), 'held' FROM events e "
                  "WHERE e.id LIKE 'held-%%' ORDER BY substr(e.id, 6)::integer")
         sql(dsn, "UPDATE deliveries SET status = 'failed', next_attempt_at = NULL "
                  "WHERE event_id = 'held-1'")

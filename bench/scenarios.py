@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bench import environment as env
 from db.adhoc import count_deliveries, fresh_database
+from db.scope import DEFAULT_TENANT_ID
 from service.local.pgbouncer import LocalPgBouncer
 from service.local.processes import ROOT, peak_rss_mb
 
@@ -133,7 +134,7 @@ def latency(pg, sizes: Sizes, *, pooler: LocalPgBouncer | None = None,
             # worker's start on a slow machine, and the events published meanwhile waited
             # for it (the p99 tail measured there). The warm-up event has no `sent_at`.
             events.publish(pool, events.new_event("warm-up", env.EVENT_TYPE, {},
-                                                  max_payload=1 << 20))
+                                                  tenant_id=DEFAULT_TENANT_ID, max_payload=1 << 20))
             env.wait_for(dsn, DISPATCH_WHERE, 1, timeout=120)
             interval = 1.0 / sizes.latency_rate
             total = int(sizes.seconds * sizes.latency_rate)
@@ -143,7 +144,7 @@ def latency(pg, sizes: Sizes, *, pooler: LocalPgBouncer | None = None,
                 if delay > 0:
                     time.sleep(delay)
                 event = events.new_event(f"lat-{n}", env.EVENT_TYPE, {"sent_at": time.time()},
-                                         max_payload=1 << 20)
+                                         tenant_id=DEFAULT_TENANT_ID, max_payload=1 << 20)
                 events.publish(pool, event)
             achieved = total / (time.monotonic() - started)
             env.wait_for(dsn, DISPATCH_WHERE, total + 1, timeout=300)  # returns once all arrived

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import secrets as random_secrets
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +16,7 @@ from db import health
 from db.errors import InvalidInput, NotFound
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
+from db.scope import Scope
 from db.sql import QUERIES
 from db.vocabulary import SECRET_PREFIX, HealthState, Ordering
 
@@ -41,6 +43,7 @@ class Config:
     active: bool
     created_at: datetime
     updated_at: datetime
+    tenant_id: int
     deleted_at: datetime | None = None
     previous_secrets_expire_at: list[datetime] = field(default_factory=list)  # newest first
     ordering: Ordering = Ordering.UNORDERED
@@ -122,6 +125,7 @@ class NewConfig:
     """What a config is created with: checked when it is created; a secret is minted when none
     is given."""
 
+    tenant_id: int  # whose config it is
     endpoint: str
     event_types: Sequence[str]
     name: str | None = None
@@ -145,6 +149,7 @@ class NewConfig:
             "active": self.active,
             "ordering": Ordering(self.ordering).value,
             "block_on_failure": self.block_on_failure,
+            "tenant_id": self.tenant_id,
         }
         health.check_max_in_flight(self.max_in_flight)
         health.check_rate(self.rate_per_second)
@@ -157,16 +162,17 @@ def numbered(error: InvalidInput, number: int, count: int) -> InvalidInput:
     return InvalidInput(f"config {number}: {error}") if count > 1 else error
 
 
-def create(pool: ConnectionPool, **fields: Any) -> tuple[Config, str]:
-    """Create a config with its cap and rate (`fields` of a NewConfig); return it and its
-    secret."""
-    return create_many(pool, [NewConfig(**fields)])[0]
+def create(pool: ConnectionPool, tenant_id: int, **fields: Any) -> tuple[Config, str]:
+    """Create a config of tenant `tenant_id` with its cap and rate (the other fields of a
+    NewConfig); return it and its secret."""
+    return create_many(pool, [NewConfig(tenant_id, **fields)])[0]
 
 
 def create_many(pool: ConnectionPool, new: Sequence[NewConfig]) -> list[tuple[Config, str]]:
     """Create the configs `new` with their caps and rates in one transaction, all or none;
     return each with its secret, in the order given. An invalid one of several is named by
-    its place (`config 3: ...`, counted from 1)."""
+    its place (`config 3: ...`, counted from 1). NotFound when a tenant is deleted or does
+    not exist; InvalidInput when one would have more configs than its limit allows."""
     rows = []
     for number, config in enumerate(new, start=1):
         try:
@@ -175,9 +181,19 @@ def create_many(pool: ConnectionPool, new: Sequence[NewConfig]) -> list[tuple[Co
             raise numbered(error, number, len(new)) from None
     created = []
     with pool.transaction() as cursor:
+        for tenant_id, count in sorted(Counter(config.tenant_id for config in new).items()):
+            cursor.execute(QUERIES["config_room"], {"tenant_id": tenant_id, "adding": count})
+            limit = as_dict(cursor)
+            if limit is not None and not limit["room"]:
+                raise InvalidInput(f"the tenant has {limit['configs']} configs and may have "
+                                   f"{limit['max_configs']} (its maxConfigs); delete some or "
+                                   "raise the limit")
         for config, row in zip(new, rows, strict=True):
             cursor.execute(QUERIES["insert_config"], row)
-            stored = Config.from_row(as_dict(cursor))
+            inserted = as_dict(cursor)
+            if inserted is None:
+                raise NotFound("tenant not found")
+            stored = Config.from_row(inserted)
             if config.max_in_flight is not None or config.rate_per_second is not None:
                 health.set_limits(cursor, stored.id, max_in_flight=config.max_in_flight,
                                   rate_per_second=config.rate_per_second)
@@ -199,10 +215,11 @@ def _analyse_if_grown(pool: ConnectionPool, added: int) -> None:
         pool.execute("analyse_configs")
 
 
-def get(pool: ConnectionPool, id: str) -> Config | None:
-    """Return the config `id`, or None if it does not exist or was deleted."""
+def get(pool: ConnectionPool, scope: Scope, id: str) -> Config | None:
+    """Return the config `id`, or None if it does not exist, was deleted, or is not of
+    `scope`."""
     with pool.transaction() as cursor:
-        cursor.execute(QUERIES["get_config"], {"id": id})
+        cursor.execute(QUERIES["get_config"], {**scope.params(), "id": id})
         row = as_dict(cursor)
     return Config.from_row(row) if row else None
 
@@ -219,6 +236,7 @@ class ConfigFilter:
     active: bool | None = None
     health_state: str | None = None
     search: str | None = None
+    tenant_id: int | None = None  # one tenant's configs (the scope narrows them too)
 
     def narrows(self) -> bool:
         """Whether some configs may not match (so a page can hold fewer than are listed)."""
@@ -233,15 +251,15 @@ class ConfigFilter:
             pattern = f"%{escaped}%"
         held = self.health_state if self.health_state in HELD_STATES else None
         return {"active": self.active, "health": self.health_state, "search": search or None,
-                "pattern": pattern, "by_health": held}
+                "pattern": pattern, "by_health": held, "tenant": self.tenant_id}
 
 
-def by_ids(pool: ConnectionPool, ids: Sequence[str]) -> list[Config]:
-    """Return those of the configs `ids` that exist and were not deleted."""
+def by_ids(pool: ConnectionPool, scope: Scope, ids: Sequence[str]) -> list[Config]:
+    """Return those of the configs `ids` that exist, were not deleted and are of `scope`."""
     if not ids:
         return []
     with pool.transaction() as db:
-        db.execute(QUERIES["get_configs"], {"ids": list(ids)})
+        db.execute(QUERIES["get_configs"], {**scope.params(), "ids": list(ids)})
         return [Config.from_row(row) for row in as_dicts(db)]
 
 
@@ -252,6 +270,7 @@ WALK = 2_000
 
 def page(
     pool: ConnectionPool,
+    scope: Scope,
     *,
     limit: int,
     filter: ConfigFilter = ConfigFilter(),
@@ -268,8 +287,8 @@ def page(
     So a common filter and a rare one both cost little at any number of configs.
     """
     cursor_time, cursor_id = cursor or (None, None)
-    params = {**filter.params(), "cursor_time": cursor_time, "cursor_id": cursor_id,
-              "limit": limit, "walk": WALK}
+    params = {**scope.params(), **filter.params(), "cursor_time": cursor_time,
+              "cursor_id": cursor_id, "limit": limit, "walk": WALK}
     direction = "_backwards" if backwards else ""
     with pool.transaction() as db:
         rows: list[dict[str, Any]] = []
@@ -282,11 +301,11 @@ def page(
         return [Config.from_row(row) for row in rows]
 
 
-def count(pool: ConnectionPool, filter: ConfigFilter = ConfigFilter(), *,
+def count(pool: ConnectionPool, scope: Scope, filter: ConfigFilter = ConfigFilter(), *,
           bound: int) -> tuple[int, bool]:
     """Return how many configs `filter` matches and whether that is exact: up to `bound` the
     count is exact; past it, the planner's estimate (never below `bound + 1`)."""
-    params = {**filter.params(), "bound": bound}
+    params = {**scope.params(), **filter.params(), "bound": bound}
     with pool.transaction() as db:
         db.execute(QUERIES["count_configs"], params)
         exact = as_dict(db)["configs"]
@@ -299,6 +318,7 @@ def count(pool: ConnectionPool, filter: ConfigFilter = ConfigFilter(), *,
 
 def update(
     pool: ConnectionPool,
+    scope: Scope,
     id: str,
     *,
     endpoint: str | None = None,
@@ -314,6 +334,7 @@ def update(
     config (a cap or rate of `health.KEEP` stays, None clears it; None keeps the others);
     later attempts use them. Switched to unordered, its waiting deliveries become due."""
     params = {
+        **scope.params(),
         "id": id,
         "endpoint": None if endpoint is None else check_endpoint(endpoint),
         "event_types": None if event_types is None else check_event_types(event_types),
@@ -332,22 +353,25 @@ def update(
         return config
 
 
-def activate(pool: ConnectionPool, id: str, *, actor: str | None = None) -> Config:
+def activate(pool: ConnectionPool, scope: Scope, id: str, *,
+             actor: str | None = None) -> Config:
     """Mark a config active; deliveries cancelled earlier stay cancelled."""
     with pool.transaction() as cursor:
         health.act_as(cursor, actor, "activated by an operator")
-        cursor.execute(QUERIES["set_config_active"], {"id": id, "active": True})
+        cursor.execute(QUERIES["set_config_active"],
+                       {**scope.params(), "id": id, "active": True})
         return _found(_without_changed(as_dict(cursor)), id)
 
 
-def deactivate(pool: ConnectionPool, id: str, *, reason: str = "deactivated by an operator",
+def deactivate(pool: ConnectionPool, scope: Scope, id: str, *,
+               reason: str = "deactivated by an operator",
                actor: str | None = None) -> ConfigChange:
     """Mark a config inactive, cancel its pending deliveries and record why, in one
     transaction."""
     with pool.transaction() as cursor:
         health.act_as(cursor, actor, reason)
         lock_for_change(cursor, [id], pending_of=[id])
-        change = deactivate_in(cursor, id)
+        change = deactivate_in(cursor, scope, id)
         if change.changed:
             health.note_reason(cursor, id, reason)
         return change
@@ -361,11 +385,12 @@ def lock_for_change(cursor: Any, ids: Sequence[str], *, pending_of: Sequence[str
                    {"configs": sorted(set(ids)), "pending_of": sorted(set(pending_of))})
 
 
-def deactivate_in(cursor: Any, id: str) -> ConfigChange:
+def deactivate_in(cursor: Any, scope: Scope, id: str) -> ConfigChange:
     """In the caller's transaction (whose actor and reason are set, and which took the locks
     of `lock_for_change`): mark a config inactive and cancel its pending deliveries. The
     caller then notes the reason on its health row (`health.note_reason`) if it changed."""
-    cursor.execute(QUERIES["set_config_active"], {"id": id, "active": False})
+    cursor.execute(QUERIES["set_config_active"],
+                   {**scope.params(), "id": id, "active": False})
     row = as_dict(cursor)
     config = _found(_without_changed(row), id)
     if not row["changed"]:
@@ -374,13 +399,14 @@ def deactivate_in(cursor: Any, id: str) -> ConfigChange:
     return ConfigChange(config, cursor.rowcount)
 
 
-def delete(pool: ConnectionPool, id: str, *, actor: str | None = None) -> ConfigChange:
+def delete(pool: ConnectionPool, scope: Scope, id: str, *,
+           actor: str | None = None) -> ConfigChange:
     """Delete a config (its row stays for history) and cancel its pending deliveries."""
     reason = "deleted by an operator"
     with pool.transaction() as cursor:
         health.act_as(cursor, actor, reason)
         lock_for_change(cursor, [id], pending_of=[id])
-        cursor.execute(QUERIES["delete_config"], {"id": id})
+        cursor.execute(QUERIES["delete_config"], {**scope.params(), "id": id})
         config = _found(as_dict(cursor), id)
         cursor.execute(QUERIES["cancel_pending_deliveries_of_config"], {"id": id})
         change = ConfigChange(config, cursor.rowcount)
@@ -389,7 +415,8 @@ def delete(pool: ConnectionPool, id: str, *, actor: str | None = None) -> Config
 
 
 def rotate_secret(
-    pool: ConnectionPool, id: str, *, grace_seconds: float, secret: str | None = None
+    pool: ConnectionPool, scope: Scope, id: str, *, grace_seconds: float,
+    secret: str | None = None
 ) -> tuple[Config, str]:
     """Install a new secret (minted when none is given); the old ones sign during their grace.
 
@@ -401,8 +428,8 @@ def rotate_secret(
     with pool.transaction() as cursor:
         cursor.execute(
             QUERIES["rotate_config_secret"],
-            {"id": id, "secret": secret, "grace_seconds": float(grace_seconds),
-             "keep": MAX_PREVIOUS_SECRETS},
+            {**scope.params(), "id": id, "secret": secret,
+             "grace_seconds": float(grace_seconds), "keep": MAX_PREVIOUS_SECRETS},
         )
         return _found(as_dict(cursor), id), secret
 

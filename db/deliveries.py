@@ -21,6 +21,7 @@ from db.filters import DeliveryFilter
 from db.health import HealthRules, Settled, Transition
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts, as_type
+from db.scope import PLATFORM, Scope
 from db.sql import QUERIES
 from db.vocabulary import REPLAYABLE, AttemptOutcome, HeldBy, ReplayAction, Status, Verdict
 
@@ -180,7 +181,7 @@ def record_and_deactivate(pool: ConnectionPool, results: Sequence[AttemptResult]
         configs.lock_for_change(cursor, [*configs_touched, *deactivate], pending_of=deactivate)
         for config_id in sorted(deactivate):
             try:
-                change = configs.deactivate_in(cursor, config_id)
+                change = configs.deactivate_in(cursor, PLATFORM, config_id)
             except NotFound:
                 continue  # deleted meanwhile: inactive already
             if change.changed:
@@ -308,18 +309,18 @@ def not_replayable(status: str) -> str:
     return f"it is {status}; only failed and pending deliveries can be replayed"
 
 
-def replay(cursor: Any, delivery_id: int) -> Replay:
+def replay(cursor: Any, scope: Scope, delivery_id: int) -> Replay:
     """Replay a failed delivery or expedite a pending one, within the caller's transaction.
 
     Raises NotFound for an unknown delivery and NotEligible (saying why) for any other state,
     or when its config is inactive or deleted.
     """
     cursor.execute(QUERIES["lock_key_turns_of_deliveries"], {"ids": [delivery_id]})
-    cursor.execute(QUERIES["replay_delivery"], {"id": delivery_id})
+    cursor.execute(QUERIES["replay_delivery"], {**scope.params(), "id": delivery_id})
     row = as_dict(cursor)
     if row is not None:
         return as_type(Replay, {**row, "action": ReplayAction(row["action"])})
-    cursor.execute(QUERIES["replay_blocker"], {"id": delivery_id})
+    cursor.execute(QUERIES["replay_blocker"], {**scope.params(), "id": delivery_id})
     blocker = as_dict(cursor)
     if blocker is None:
         raise NotFound(f"delivery {delivery_id} not found")
@@ -345,7 +346,8 @@ class ReplayPage:
 
 
 def replay_page(
-    cursor: Any, filter: DeliveryFilter, *, before: tuple[datetime, int] | None, limit: int,
+    cursor: Any, scope: Scope, filter: DeliveryFilter, *, before: tuple[datetime, int] | None,
+    limit: int,
 ) -> ReplayPage:
     """Replay or expedite one page (newest first, below `before`) of what `filter` matches.
 
@@ -355,13 +357,14 @@ def replay_page(
     """
     moment, id = before or (None, None)
     cursor.execute(QUERIES["list_deliveries_newest"], {
-        **filter.params(), "cursor_id": id, "cursor_time": moment, "limit": limit + 1})
+        **scope.params(), **filter.params(), "cursor_id": id, "cursor_time": moment,
+        "limit": limit + 1})
     listed = [(row["created_at"], row["id"]) for row in as_dicts(cursor)]
     page, has_more = [id for _, id in listed[:limit]], len(listed) > limit
     if not page:
         return ReplayPage([], [], [], has_more=False, last=None)
     cursor.execute(QUERIES["lock_key_turns_of_deliveries"], {"ids": page})
-    cursor.execute(QUERIES["replay_listed_deliveries"], {"ids": page})
+    cursor.execute(QUERIES["replay_listed_deliveries"], {**scope.params(), "ids": page})
     replayed, expedited, skipped = [], [], []
     for row in as_dicts(cursor):
         id, action, status = row["id"], row["action"], row["status"]

@@ -16,6 +16,7 @@ from db.sql import QUERIES
 
 MAX_ID_LENGTH = 255
 MAX_TYPE_LENGTH = 255
+UNRESOLVED_TENANT = 0  # the tenant_id of an event whose tenant uid was not looked up yet
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,11 @@ class NewEvent:
     id: str
     type: str
     payload: str
+    tenant_id: int  # whose event it is: it reaches that tenant's configs only
     occurred_at: datetime | None = None
+    # The uid a broker message named its tenant by, until the tenant is looked up (then
+    # `tenant_id` is UNRESOLVED_TENANT, which ingest refuses).
+    tenant_uid: str | None = None
     key: bytes | None = None
     ordering_key: str | None = None
     trace_parent: str | None = None
@@ -50,8 +55,8 @@ def encode_payload(payload: Any) -> str:
 
 
 def new_event(
-    id: str, type: str, payload: Any, *, max_payload: int, occurred_at: datetime | None = None,
-    ordering_key: str | None = None,
+    id: str, type: str, payload: Any, *, tenant_id: int, max_payload: int,
+    occurred_at: datetime | None = None, ordering_key: str | None = None,
 ) -> NewEvent:
     """Validate an event's fields and return it, or raise InvalidInput saying what is wrong.
 
@@ -78,8 +83,8 @@ def new_event(
         raise InvalidInput("payload: nested too deeply") from None
     if len(text) > max_payload:
         raise InvalidInput(f"payload: {len(text)} bytes is over the limit of {max_payload} bytes")
-    return NewEvent(id=id, type=type, payload=text, occurred_at=occurred_at,
-                    ordering_key=given_ordering_key(ordering_key))
+    return NewEvent(id=id, type=type, payload=text, tenant_id=tenant_id,
+                    occurred_at=occurred_at, ordering_key=given_ordering_key(ordering_key))
 
 
 def _is_unicode(text: str) -> bool:
@@ -94,10 +99,15 @@ def ingest(cursor: Any, events: Sequence[NewEvent], *, source: str) -> IngestCou
     """Store `events` and their deliveries within the caller's transaction."""
     if not events:
         return IngestCounts(0, 0)
+    unresolved = [e.id for e in events if e.tenant_id == UNRESOLVED_TENANT]
+    if unresolved:
+        raise ValueError(f"events whose tenant was not looked up: {unresolved[:5]}")
     cursor.execute(
         QUERIES["ingest_events"],
         {
             "ids": [e.id for e in events],
+            "tenant_ids": [e.tenant_id for e in events],
+            "batch_tenants": sorted({e.tenant_id for e in events}),
             "types": [e.type for e in events],
             "payloads": [e.payload for e in events],
             "occurred_at": [e.occurred_at for e in events],
@@ -121,9 +131,23 @@ class Published:
 
 
 def publish(pool: ConnectionPool, event: NewEvent, *, source: str = "api") -> Published:
-    """Store one event with its deliveries; return them (idempotent on the id)."""
+    """Store one event with its deliveries; return them (idempotent on the tenant and id)."""
+    (published,) = publish_all(pool, [event], source=source)
+    return published
+
+
+def publish_all(pool: ConnectionPool, events: Sequence[NewEvent], *,
+                source: str = "api") -> list[Published]:
+    """Store events (of one or several tenants) with their deliveries in one transaction;
+    return each one's deliveries, in order (idempotent on each event's tenant and id)."""
+    published = []
     with pool.transaction() as cursor:
-        counts = ingest(cursor, [event], source=source)
-        cursor.execute(QUERIES["deliveries_of_event"], {"event_id": event.id})
-        return Published([row[0] for row in cursor.fetchall()],
-                         duplicate=counts.events_created == 0)
+        ingest(cursor, events, source=source)
+        for event in events:
+            cursor.execute(QUERIES["deliveries_of_event"],
+                           {"tenant_id": event.tenant_id, "event_id": event.id})
+            ids = [row[0] for row in cursor.fetchall()]
+            cursor.execute(QUERIES["event_created_now"],
+                           {"tenant_id": event.tenant_id, "event_id": event.id})
+            published.append(Published(ids, duplicate=not cursor.fetchone()[0]))
+    return published

@@ -28,6 +28,7 @@ class DeliveryFilter:
     ordering_key: str | None = None
     webhook_id: str | None = None
     replayable_only: bool = False
+    tenant_id: int | None = None  # one tenant's deliveries (the scope narrows them too)
 
     def params(self) -> dict[str, Any]:
         """Return the parameters of the `delivery_filter` conditions."""
@@ -43,6 +44,7 @@ class DeliveryFilter:
             "ordering_key": self.ordering_key,
             "webhook_id": self.webhook_id,
             "replayable_only": self.replayable_only,
+            "tenant": self.tenant_id,
         }
 
 

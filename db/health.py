@@ -17,6 +17,7 @@ from typing import Any
 from db.errors import InvalidInput, NotFound
 from db.pool import ConnectionPool
 from db.rows import as_dicts, as_type
+from db.scope import Scope
 from db.sql import QUERIES
 from db.vocabulary import CircuitState, HealthChangeKind, HealthState, Verdict
 
@@ -138,20 +139,22 @@ def reconcile(pool: ConnectionPool) -> list[Correction]:
         return [as_type(Correction, row) for row in as_dicts(cursor)]
 
 
-def pause(pool: ConnectionPool, id: str, *, reason: str, actor: str | None = None) -> bool:
+def pause(pool: ConnectionPool, scope: Scope, id: str, *, reason: str,
+          actor: str | None = None) -> bool:
     """Pause config `id`; return False when it was paused already. Raise NotFound."""
-    return _change(pool, "pause_config", id, reason, actor)
+    return _change(pool, scope, "pause_config", id, reason, actor)
 
 
-def resume(pool: ConnectionPool, id: str, *, reason: str, actor: str | None = None) -> bool:
+def resume(pool: ConnectionPool, scope: Scope, id: str, *, reason: str,
+           actor: str | None = None) -> bool:
     """Resume config `id` with the ramp; return False when it was not paused. Raise NotFound."""
-    return _change(pool, "resume_config", id, reason, actor)
+    return _change(pool, scope, "resume_config", id, reason, actor)
 
 
-def reset_circuit(pool: ConnectionPool, id: str, *, reason: str,
+def reset_circuit(pool: ConnectionPool, scope: Scope, id: str, *, reason: str,
                   actor: str | None = None) -> bool:
     """Close config `id`'s circuit with the ramp; return False when it was closed."""
-    return _change(pool, "reset_circuit", id, reason, actor)
+    return _change(pool, scope, "reset_circuit", id, reason, actor)
 
 
 def act_as(cursor: Any, actor: str | None, reason: str | None = None) -> None:
@@ -173,23 +176,24 @@ class HealthChange:
     reason: str | None
 
 
-def changes(pool: ConnectionPool, id: str, *, limit: int,
+def changes(pool: ConnectionPool, scope: Scope, id: str, *, limit: int,
             before: int | None = None) -> list[HealthChange]:
     """Return config `id`'s health history, newest first, below the id `before`."""
-    rows = pool.rows("health_changes_of_config", {"id": id, "limit": limit, "before": before})
+    rows = pool.rows("health_changes_of_config",
+                     {**scope.params(), "id": id, "limit": limit, "before": before})
     return [HealthChange(**{**row, "change": HealthChangeKind(row["change"]),
                             "circuit": None if row["circuit"] is None
                             else CircuitState(row["circuit"])}) for row in rows]
 
 
-def _change(pool: ConnectionPool, statement: str, id: str, reason: str,
+def _change(pool: ConnectionPool, scope: Scope, statement: str, id: str, reason: str,
             actor: str | None) -> bool:
     with pool.transaction() as cursor:
         act_as(cursor, actor, reason)
-        cursor.execute(QUERIES[statement], {"id": id, "reason": reason})
+        cursor.execute(QUERIES[statement], {**scope.params(), "id": id, "reason": reason})
         if cursor.fetchall():
             return True
-        cursor.execute(QUERIES["get_config"], {"id": id})
+        cursor.execute(QUERIES["get_config"], {**scope.params(), "id": id})
         if cursor.fetchone() is None:
             raise NotFound(f"config {id!r} not found")
         return False
@@ -228,10 +232,10 @@ def set_limits(cursor: Any, id: str, *, max_in_flight: int | None = KEEP,
         "rate_per_second": None if rate_per_second is KEEP else check_rate(rate_per_second)})
 
 
-def of_configs(pool: ConnectionPool, ids: Sequence[str]) -> dict[str, Health]:
-    """Return the health of the given configs, by config id."""
+def of_configs(pool: ConnectionPool, scope: Scope, ids: Sequence[str]) -> dict[str, Health]:
+    """Return the health of the given configs that `scope` may see, by config id."""
     return {row["config_id"]: Health(**row)
-            for row in pool.rows("config_health", {"ids": list(ids)})}
+            for row in pool.rows("config_health", {**scope.params(), "ids": list(ids)})}
 
 
 def held_due(pool: ConnectionPool, *, cap: int = 1_000_000) -> dict[str, int]:

@@ -14,11 +14,14 @@ from typing import Any
 from db.errors import Conflict, InvalidInput
 from db.pool import ConnectionPool
 from db.rows import as_dict
+from db.scope import Scope
 from db.sql import QUERIES
 
 TTL = 24 * 3600.0  # seconds a key remembers its request and result
 MAX_KEY_LENGTH = 255
 LOCK_NAMESPACE = 7_245_102  # first key of the advisory locks taken on idempotency keys
+# Whose keys a platform-wide caller's are: no tenant's (tenant ids start at 1).
+PLATFORM_KEYS = 0
 
 
 def check_key(key: str | None) -> str:
@@ -40,21 +43,26 @@ def fingerprint(operation: str, arguments: dict[str, Any]) -> str:
 
 def run_once(
     pool: ConnectionPool,
+    scope: Scope,
     *,
     key: str,
     fingerprint: str,
     operation: Callable[[Any], dict[str, Any]],
     ttl: float = TTL,
 ) -> tuple[dict[str, Any], bool]:
-    """Run `operation(cursor)` once per key; return its JSON result and whether it ran now.
+    """Run `operation(cursor)` once per key of `scope`; return its JSON result and whether it
+    ran now. Keys are per tenant (a platform-wide caller's are its own): the same key sent by
+    two tenants is two keys.
 
     A key seen within `ttl` seconds returns the remembered result without running anything,
     or raises Conflict if it was used for a different request. The operation and the record
     commit together: when the operation raises, nothing is remembered.
     """
     with pool.transaction() as cursor:
-        cursor.execute(QUERIES["lock_idempotency_key"], {"namespace": LOCK_NAMESPACE, "key": key})
-        cursor.execute(QUERIES["find_idempotency_record"], {"key": key, "ttl": ttl})
+        owner = {"owner": PLATFORM_KEYS if scope.tenant_id is None else scope.tenant_id}
+        cursor.execute(QUERIES["lock_idempotency_key"],
+                       {**owner, "namespace": LOCK_NAMESPACE, "key": key})
+        cursor.execute(QUERIES["find_idempotency_record"], {**owner, "key": key, "ttl": ttl})
         found = as_dict(cursor)
         if found is not None:
             if found["request_fingerprint"] != fingerprint:
@@ -63,7 +71,8 @@ def run_once(
         result = operation(cursor)
         cursor.execute(
             QUERIES["remember_idempotency_record"],
-            {"key": key, "fingerprint": fingerprint, "result": json.dumps(result), "ttl": ttl},
+            {**owner, "key": key, "fingerprint": fingerprint, "result": json.dumps(result),
+             "ttl": ttl},
         )
         if cursor.fetchone() is None:  # cannot happen under the lock; never overwrite a record
             raise Conflict("this Idempotency-Key is in use by a concurrent request")

@@ -13,6 +13,7 @@ from db.counting import Count, combine, worth_counting
 from db.filters import DeliveryFilter
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
+from db.scope import Scope
 from db.sql import QUERIES
 from db.vocabulary import IN_HAND, AttemptOutcome, HeldBy, Status
 
@@ -57,6 +58,7 @@ class DeliverySummary:
     config_name: str | None
     ordering_key: str | None = None
     hold: Hold | None = None
+    tenant_id: int | None = None  # whose delivery it is
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,7 @@ class Order(Enum):
 
 def deliveries(
     pool: ConnectionPool,
+    scope: Scope,
     filter: DeliveryFilter,
     *,
     limit: int,
@@ -116,7 +119,8 @@ def deliveries(
     returns the rows nearest to it first.
     """
     moment, id = cursor if cursor else (None, None)
-    params = {**filter.params(), "limit": limit, "cursor_id": id, "cursor_time": moment}
+    params = {**scope.params(), **filter.params(), "limit": limit, "cursor_id": id,
+              "cursor_time": moment}
     with pool.transaction() as db:
         db.execute(QUERIES[order.value[backwards]], params)
         return [_summary(row) for row in as_dicts(db)]
@@ -127,13 +131,14 @@ def _summary(row: dict[str, Any]) -> DeliverySummary:
     return DeliverySummary(**{**row, "status": Status(row["status"]), "hold": hold})
 
 
-def count(pool: ConnectionPool, filter: DeliveryFilter, *, bound: int) -> tuple[int, bool]:
+def count(pool: ConnectionPool, scope: Scope, filter: DeliveryFilter, *,
+          bound: int) -> tuple[int, bool]:
     """Return how many deliveries `filter` matches and whether that is exact.
 
     Up to `bound` the count is exact; past it, the planner's estimate (never below
     `bound + 1`) is returned, so that the cost stays bounded on any table size.
     """
-    params = {**filter.params(), "bound": bound}
+    params = {**scope.params(), **filter.params(), "bound": bound}
     with pool.transaction() as db:
         db.execute(QUERIES["count_deliveries"], params)
         (exact,) = db.fetchone()
@@ -144,10 +149,11 @@ def count(pool: ConnectionPool, filter: DeliveryFilter, *, bound: int) -> tuple[
     return max(int(plan[0]["Plan"]["Plan Rows"]), bound + 1), False
 
 
-def delivery(pool: ConnectionPool, id: int) -> DeliveryDetail | None:
-    """Return one delivery with its payload, or None if there is none with that id."""
+def delivery(pool: ConnectionPool, scope: Scope, id: int) -> DeliveryDetail | None:
+    """Return one delivery with its payload, or None if there is none with that id that
+    `scope` may see."""
     with pool.transaction() as cursor:
-        cursor.execute(QUERIES["get_delivery"], {"id": id})
+        cursor.execute(QUERIES["get_delivery"], {**scope.params(), "id": id})
         row = as_dict(cursor)
     if row is None:
         return None
@@ -158,10 +164,12 @@ def delivery(pool: ConnectionPool, id: int) -> DeliveryDetail | None:
                              "message_key": None if key is None else bytes(key)})
 
 
-def attempts(pool: ConnectionPool, delivery_id: int, *, last: int) -> list[Attempt]:
-    """Return the newest `last` attempts of a delivery, oldest first."""
+def attempts(pool: ConnectionPool, scope: Scope, delivery_id: int, *,
+             last: int) -> list[Attempt]:
+    """Return the newest `last` attempts of a delivery `scope` may see, oldest first."""
     with pool.transaction() as cursor:
-        cursor.execute(QUERIES["attempts_of_delivery"], {"id": delivery_id, "last": last})
+        cursor.execute(QUERIES["attempts_of_delivery"],
+                       {**scope.params(), "id": delivery_id, "last": last})
         return [Attempt(**row) for row in reversed(as_dicts(cursor))]
 
 
@@ -211,6 +219,7 @@ class AttemptHistory:
 
 def attempt_history(
     pool: ConnectionPool,
+    scope: Scope,
     *,
     since: datetime,
     bucket_seconds: int,
@@ -222,7 +231,7 @@ def attempt_history(
     At most `scan_limit` attempts are read (newest first, by primary key), whatever the
     table's size; `complete` says whether they reach back to `since`.
     """
-    params = {"since": since, "bucket_seconds": bucket_seconds,
+    params = {**scope.params(), "since": since, "bucket_seconds": bucket_seconds,
               "config_ids": config_ids or None, "scan_limit": scan_limit}
     with pool.transaction() as db:
         db.execute(QUERIES["attempt_history"], params)

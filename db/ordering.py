@@ -9,6 +9,7 @@ from typing import Any
 from db.errors import NotEligible, NotFound
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts, as_type
+from db.scope import Scope
 from db.sql import QUERIES
 
 WAITING_BOUND = 10_000  # deliveries behind a held key counted exactly, at most
@@ -32,14 +33,14 @@ class Skipped:
     sequence: int
 
 
-def skip(cursor: Any, delivery_id: int) -> Skipped:
+def skip(cursor: Any, scope: Scope, delivery_id: int) -> Skipped:
     """Let the key a failed delivery holds go on past it, within the caller's transaction;
     raise NotFound for an unknown delivery and NotEligible (saying why) when it holds none."""
-    cursor.execute(QUERIES["skip_delivery"], {"id": delivery_id})
+    cursor.execute(QUERIES["skip_delivery"], {**scope.params(), "id": delivery_id})
     row = as_dict(cursor)
     if row is not None:
         return as_type(Skipped, row)
-    cursor.execute(QUERIES["skip_blocker"], {"id": delivery_id})
+    cursor.execute(QUERIES["skip_blocker"], {**scope.params(), "id": delivery_id})
     found = as_dict(cursor)
     if found is None:
         raise NotFound(f"delivery {delivery_id} not found")
@@ -48,11 +49,12 @@ def skip(cursor: Any, delivery_id: int) -> Skipped:
                       "delivery that holds its key can be skipped")
 
 
-def blocked_keys(pool: ConnectionPool, config_id: str, *, limit: int,
+def blocked_keys(pool: ConnectionPool, scope: Scope, config_id: str, *, limit: int,
                  after: str | None = None) -> list[BlockedKey]:
     """Return up to `limit` of a config's keys held by a failure, by key, after `after`."""
     with pool.transaction() as db:
-        db.execute(QUERIES["blocked_keys"], {"config_id": config_id, "after": after,
+        db.execute(QUERIES["blocked_keys"], {**scope.params(), "config_id": config_id,
+                                             "after": after,
                                              "limit": limit, "waiting_bound": WAITING_BOUND})
         return [as_type(BlockedKey, row) for row in as_dicts(db)]
 

@@ -10,6 +10,7 @@ from datetime import datetime
 
 from db.pool import ConnectionPool
 from db.rows import as_dicts, as_type
+from db.scope import Scope
 from db.sql import QUERIES
 
 PERIOD_SECONDS = 300  # the counting period: a window's first period counts whole
@@ -48,23 +49,26 @@ class Attention:
     unanswered_since: datetime | None  # when the oldest of them was claimed
 
 
-def recent(pool: ConnectionPool, config_ids: Collection[str], *,
+def recent(pool: ConnectionPool, scope: Scope, config_ids: Collection[str], *,
            since: datetime) -> dict[str, AttemptRate]:
     """Return the attempts and successes of each of `config_ids` since `since` (no attempts:
     NO_ATTEMPTS)."""
     if not config_ids:
         return {}
     with pool.transaction() as db:
-        db.execute(QUERIES["config_attempt_rates"], {"ids": list(config_ids), "since": since})
+        db.execute(QUERIES["config_attempt_rates"],
+                   {**scope.params(), "ids": list(config_ids), "since": since})
         found = {row["config_id"]: as_type(AttemptRate, row) for row in as_dicts(db)}
     return {id: found.get(id, NO_ATTEMPTS) for id in config_ids}
 
 
-def needing_attention(pool: ConnectionPool, *, since: datetime, limit: int) -> list[Attention]:
+def needing_attention(pool: ConnectionPool, scope: Scope, *, since: datetime,
+                      limit: int) -> list[Attention]:
     """Return up to `limit` active configs to look at first: open or half-open circuits, then
     the most failed attempts since `since` or attempts under way for more than
     UNANSWERED_SECONDS, then paused ones."""
     with pool.transaction() as db:
         db.execute(QUERIES["configs_needing_attention"],
-                   {"since": since, "limit": limit, "unanswered": UNANSWERED_SECONDS})
+                   {**scope.params(), "since": since, "limit": limit,
+                    "unanswered": UNANSWERED_SECONDS})
         return [as_type(Attention, row) for row in as_dicts(db)]

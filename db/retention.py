@@ -143,18 +143,20 @@ class _Batches:
                                {"statuses": [str(s) for s in statuses], "age": age,
                                 "limit": batch})
                 rows = cursor.fetchall()
-                event_ids = [event_id for event_id, _, _ in rows]
-                cursor.execute(QUERIES["delete_orphan_events"], {"ids": list(set(event_ids))})
+                events = sorted({(tenant_id, event_id) for tenant_id, event_id, _, _ in rows})
+                cursor.execute(QUERIES["delete_orphan_events"],
+                               {"tenant_ids": [t for t, _ in events],
+                                "ids": [e for _, e in events]})
                 deleted.events += cursor.rowcount
-                keys = sorted({(config_id, key) for _, config_id, key in rows if config_id})
+                keys = sorted({(config_id, key) for _, _, config_id, key in rows if config_id})
                 if keys:
                     cursor.execute(QUERIES["delete_forgotten_ordering_keys"],
                                    {"config_ids": [c for c, _ in keys],
                                     "keys": [k for _, k in keys]})
                     deleted.ordering_keys += cursor.rowcount
-            total += len(event_ids)
+            total += len(rows)
             pause()
-            if len(event_ids) < batch:
+            if len(rows) < batch:
                 return total
 
     def rowcount(self, name: str, params: dict) -> int:

@@ -10,6 +10,7 @@ from datetime import datetime
 from db.errors import InvalidInput, NotFound, UniqueViolation
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
+from db.scope import Scope
 from db.sql import QUERIES
 from db.vocabulary import TOKEN_PREFIX
 
@@ -27,6 +28,7 @@ class Token:
     last_used_at: datetime | None
     revoked_at: datetime | None
     expires_at: datetime | None = None  # None: never
+    tenant_uid: str | None = None  # the tenant it acts for; None: the whole platform
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
@@ -37,10 +39,11 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create(pool: ConnectionPool, *, name: str, role: str,
+def create(pool: ConnectionPool, *, name: str, role: str, tenant_id: int | None,
            expires_in: float | None = None) -> tuple[Token, str]:
-    """Mint a token, valid for `expires_in` seconds (None: until revoked); return its record
-    and the plain token, which is never stored."""
+    """Mint a token for tenant `tenant_id` (None: the whole platform), valid for `expires_in`
+    seconds (None: until revoked); return its record and the plain token, which is never
+    stored. NotFound when the tenant is gone."""
     if role not in ROLES:
         raise InvalidInput(f"role: choose one of {', '.join(ROLES)}")
     if expires_in is not None and not 0 < expires_in <= MAX_EXPIRES_IN:
@@ -53,10 +56,13 @@ def create(pool: ConnectionPool, *, name: str, role: str,
         with pool.transaction() as cursor:
             cursor.execute(QUERIES["insert_token"],
                            {"name": name, "role": role, "token_hash": digest(plain),
-                            "expires_in": expires_in})
-            return Token(**as_dict(cursor)), plain
+                            "expires_in": expires_in, "tenant_id": tenant_id})
+            row = as_dict(cursor)
     except UniqueViolation:
         raise InvalidInput(f"name: a live token called {name!r} exists; revoke it first") from None
+    if row is None:
+        raise NotFound("tenant not found")
+    return Token(**row), plain
 
 
 def live(pool: ConnectionPool) -> list[Token]:
@@ -67,20 +73,29 @@ def live(pool: ConnectionPool) -> list[Token]:
         return [Token(**row) for row in as_dicts(cursor)]
 
 
-def revoke(pool: ConnectionPool, name: str) -> None:
-    """Revoke the live token called `name`."""
+def revoke(pool: ConnectionPool, name: str) -> Token:
+    """Revoke the live token called `name`; return its record."""
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["revoke_token"], {"name": name})
-        if cursor.rowcount == 0:
-            raise NotFound(f"no live token called {name!r}")
+        row = as_dict(cursor)
+    if row is None:
+        raise NotFound(f"no live token called {name!r}")
+    return Token(**row)
 
 
 @dataclass(frozen=True)
 class Principal:
-    """Who a request acts as: the token's name (never the token) and its role."""
+    """Who a request acts as: the token's name (never the token), its role, and the tenant it
+    acts for (None: the whole platform)."""
 
     name: str
     role: str
+    tenant_id: int | None = None
+    tenant_uid: str | None = None
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.tenant_id)
 
 
 def authenticate(pool: ConnectionPool, token: str) -> Principal | None:

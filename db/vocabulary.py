@@ -46,6 +46,8 @@ class PoisonKind(StrEnum):
     INVALID_ID = "invalid_id"  # an `id` that is neither a string nor a number
     UNREADABLE = "unreadable"  # a message the envelope rules missed
     UNSTORABLE = "unstorable"  # the database refused it
+    INVALID_TENANT = "invalid_tenant"  # a tenant uid that cannot name one, or named twice
+    UNKNOWN_TENANT = "unknown_tenant"  # no live tenant has the uid: replayable once one does
 
 
 REPLAYABLE = (Status.FAILED, Status.PENDING)  # what a replay changes (failed: a new generation)

@@ -1,7 +1,8 @@
 """The audit trail: one log line per mutation saying who did what to which ids, and the result.
 
 Lines go to the `webhooks.audit` logger with the caller's token name and role (never the
-token), the mutation, the ids it named or touched and its result (`ok` or the error code).
+token) and the tenant it acts for (null: the whole platform), the mutation, the ids it named
+or touched and its result (`ok` or the error code).
 A mutation refused for want of a valid token or of the operator role leaves its line too
 (`UNAUTHENTICATED`, with no name or role, or `FORBIDDEN`).
 No input is logged beyond ids: no secret, endpoint or payload ever reaches the trail.
@@ -46,7 +47,8 @@ def record(info: Info, argument_id: Any, result: Any, outcome: str) -> None:
     ids = ids_of(result)
     if argument_id is not None:
         ids = {"id": str(argument_id)[:MAX_ID_LENGTH], **ids}
-    write(info.field_name, context.token_name, context.role, ids, outcome)
+    write(info.field_name, context.token_name, context.role, ids, outcome,
+          tenant=context.tenant_uid)
 
 
 def refused(action: str, outcome: str) -> None:
@@ -55,10 +57,11 @@ def refused(action: str, outcome: str) -> None:
 
 
 def write(action: str, actor: str | None, role: str | None, ids: dict[str, Any],
-          outcome: str) -> None:
-    """Log one audit line (also for changes made outside the API, such as `webhooks tokens`)."""
+          outcome: str, *, tenant: str | None = None) -> None:
+    """Log one audit line (also for changes made outside the API, such as `webhooks tokens`);
+    `tenant` is the uid of the tenant the actor's token acts for (None: the platform)."""
     log.info("audit", extra={"audit": action, "actor": actor, "role": role, "ids": ids,
-                             "result": outcome})
+                             "result": outcome, "tenant": tenant})
 
 
 def ids_of(result: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from db.configs import ConfigChange as ChangeRow
 from db.configs import NewConfig
 from db.errors import InvalidInput
 from db.vocabulary import SECRET_PREFIX, Ordering, Status
-from graphql_schema import arguments
+from graphql_schema import arguments, tenancy
 from graphql_schema.access import operator_mutation
 from graphql_schema.context import Info
 from graphql_schema.types import Config, DeliveryOrdering
@@ -23,6 +23,9 @@ MAX_CONFIGS_CREATED = 1_000  # inputs of one createConfigs
 @strawberry.input
 class CreateConfigInput:
     endpoint: str = strawberry.field(description="An absolute http(s) URL.")
+    tenant: str | None = strawberry.field(
+        default=None, description="The uid of the tenant it belongs to; omitted: the token's "
+                                  "own tenant, or `default` for a platform-wide token.")
     event_types: list[str] = strawberry.field(description="Exact event types; at least one.")
     name: str | None = None
     secret: str | None = strawberry.field(
@@ -89,7 +92,8 @@ def _endpoint(info: Info, endpoint: str | None) -> str | None:
 
 def _new_config(info: Info, input: CreateConfigInput) -> NewConfig:
     """Return the config `input` asks for, its texts and endpoint checked."""
-    return NewConfig(endpoint=_endpoint(info, input.endpoint),
+    return NewConfig(tenant_id=tenancy.owner(info, input.tenant).id,
+                     endpoint=_endpoint(info, input.endpoint),
                      event_types=arguments.texts(input.event_types, "eventTypes"),
                      name=arguments.text(input.name, "name"),
                      secret=arguments.text(input.secret, "secret"),
@@ -143,6 +147,7 @@ class ConfigMutations:
     def update_config(self, info: Info, id: strawberry.ID, input: UpdateConfigInput) -> Config:
         config = configs.update(
             info.context.pool,
+            info.context.scope,
             _config_id(id),
             endpoint=_endpoint(info, _given(input.endpoint)),
             event_types=arguments.texts(_given(input.event_types), "eventTypes"),
@@ -157,19 +162,19 @@ class ConfigMutations:
 
     @operator_mutation(description="Activate a config; cancelled deliveries stay cancelled.")
     def activate_config(self, info: Info, id: strawberry.ID) -> Config:
-        return Config.from_row(configs.activate(info.context.pool, _config_id(id),
-                                                  actor=info.context.token_name))
+        return Config.from_row(configs.activate(info.context.pool, info.context.scope,
+                                                _config_id(id), actor=info.context.token_name))
 
     @operator_mutation(description="Deactivate a config and cancel its pending deliveries.")
     def deactivate_config(self, info: Info, id: strawberry.ID) -> ConfigChange:
-        return _change(info, configs.deactivate(info.context.pool, _config_id(id),
-                                                 actor=info.context.token_name))
+        return _change(info, configs.deactivate(info.context.pool, info.context.scope,
+                                                _config_id(id), actor=info.context.token_name))
 
     @operator_mutation(
         description="Delete a config and cancel its pending deliveries; they stay inspectable.")
     def delete_config(self, info: Info, id: strawberry.ID) -> ConfigChange:
-        return _change(info, configs.delete(info.context.pool, _config_id(id),
-                                             actor=info.context.token_name))
+        return _change(info, configs.delete(info.context.pool, info.context.scope,
+                                            _config_id(id), actor=info.context.token_name))
 
     @operator_mutation(
         description="Install a new secret (generated when omitted); each rotated-out secret "
@@ -183,7 +188,8 @@ class ConfigMutations:
         if grace is None:
             grace = info.context.secret_rotation_grace
         config, new_secret = configs.rotate_secret(
-            info.context.pool, _config_id(id), secret=arguments.text(secret, "secret"),
+            info.context.pool, info.context.scope, _config_id(id),
+            secret=arguments.text(secret, "secret"),
             grace_seconds=grace,
         )
         return ConfigWithSecret(config=Config.from_row(config), secret=new_secret)

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import strawberry
 
 from db.pool import ConnectionPool
+from db.scope import Scope
 
 
 class Telemetry(Protocol):
@@ -40,12 +41,19 @@ class Context:
 
     pool: ConnectionPool
     telemetry: Telemetry
+    scope: Scope  # whose data the caller may see: its token's tenant's, or the platform's
     max_payload: int  # bytes of JSON an event payload may take
     secret_rotation_grace: float  # seconds a rotated-out secret keeps signing
     # Why webhooks could not be sent to an endpoint URL, or None; unset: private allowed.
     endpoint_refusal: Callable[[str], str | None] | None = None
     role: str | None = None  # "viewer", "operator", or None when not authenticated
     token_name: str | None = None  # the name of the caller's token (never the token)
+    tenant_uid: str | None = None  # the tenant the caller's token acts for (None: platform)
+    create_tenants_on_publish: bool = False  # a publish to an unknown uid creates the tenant
+    tenants_seen: dict = field(default_factory=dict)  # tenants looked up by this request, by id
+    # Reads a rejected broker message again as the consumer reads a message (or raises
+    # InvalidInput saying why it still cannot be an event); unset: replays are unavailable.
+    read_rejected: Callable[[Any], Any] | None = None
     idempotency_key: str | None = None  # the request's Idempotency-Key header
     observed: Observed = field(default_factory=Observed)
 

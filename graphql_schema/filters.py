@@ -14,7 +14,8 @@ import strawberry
 from db import configs, filters
 from db.errors import InvalidInput
 from db.vocabulary import Status
-from graphql_schema import arguments
+from graphql_schema import arguments, tenancy
+from graphql_schema.context import Info
 from graphql_schema.types import DeliveryStatus, HealthState
 
 MAX_VALUES = 100  # values in one list of a filter
@@ -41,6 +42,9 @@ class DeliveryFilter:
     webhook_id: str | None = strawberry.field(
         default=None, description="The delivery whose requests carried this `webhook-id` "
                                   "(`msg_…`), the id every receiver logs.")
+    tenant: str | None = strawberry.field(
+        default=None, description="One tenant's deliveries, by its uid (a tenant token sees "
+                                  "its own only: another uid is NOT_FOUND).")
     config_id: strawberry.ID | None = strawberry.field(
         default=None, deprecation_reason="Use configIds.")
     event_type: str | None = strawberry.field(
@@ -61,12 +65,15 @@ class ConfigFilter:
         default=None, description="Only configs in this health state.")
     active: bool | None = strawberry.field(
         default=None, description="Only active (true) or inactive (false) configs.")
+    tenant: str | None = strawberry.field(
+        default=None, description="One tenant's configs, by its uid (a tenant token sees its "
+                                  "own only: another uid is NOT_FOUND).")
 
 
 MAX_SEARCH = 200  # characters of a configs search
 
 
-def configs_to_db(given: ConfigFilter | None, *, active: bool | None = None,
+def configs_to_db(info: Info, given: ConfigFilter | None, *, active: bool | None = None,
                   health: HealthState | None = None) -> configs.ConfigFilter:
     """Return the database's configs filter of `given`; `active` and `health` are the older
     arguments of `configs`, which the filter's own fields may not contradict."""
@@ -80,7 +87,8 @@ def configs_to_db(given: ConfigFilter | None, *, active: bool | None = None,
             raise InvalidInput(f"filter.search: at most {MAX_SEARCH} characters")
     return configs.ConfigFilter(active=chosen_active,
                                 health_state=chosen_health.value if chosen_health else None,
-                                search=search)
+                                search=search,
+                                tenant_id=tenancy.filter_id(info, given.tenant))
 
 
 def _one_of(new: object, old: object, new_name: str, old_name: str) -> object:
@@ -95,7 +103,8 @@ def _listed(values: list | None, field: str) -> list | None:
     return values
 
 
-def to_db(given: DeliveryFilter | None, *, replayable_only: bool = False) -> filters.DeliveryFilter:
+def to_db(info: Info, given: DeliveryFilter | None, *,
+          replayable_only: bool = False) -> filters.DeliveryFilter:
     """Return the checked `db/` filter of an API filter (None matches all)."""
     given = given or DeliveryFilter()
     config_ids = _one_of(_listed(given.config_ids, "configIds"),
@@ -120,4 +129,5 @@ def to_db(given: DeliveryFilter | None, *, replayable_only: bool = False) -> fil
         ordering_key=arguments.text(given.ordering_key, "filter.orderingKey"),
         webhook_id=arguments.text(given.webhook_id, "filter.webhookId"),
         replayable_only=replayable_only,
+        tenant_id=tenancy.filter_id(info, given.tenant),
     )

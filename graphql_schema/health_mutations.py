@@ -29,8 +29,10 @@ def _apply(info: Info, id: strawberry.ID, change, reason: str | None, *, done: s
            already: str, default_reason: str) -> ConfigHealthChange:
     config_id = arguments.text(str(id), "id")
     why = arguments.text(reason, "reason") or default_reason
-    changed = change(info.context.pool, config_id, reason=why, actor=info.context.token_name)
-    row = configs.get(info.context.pool, config_id)
+    scope = info.context.scope
+    changed = change(info.context.pool, scope, config_id, reason=why,
+                     actor=info.context.token_name)
+    row = configs.get(info.context.pool, scope, config_id)
     if row is None:
         raise NotFound(f"config {arguments.shown(id)} not found")
     message = done if changed else already
@@ -63,7 +65,8 @@ class HealthMutations:
                                    "known to be back); the backlog is released with the ramp.")
     def reset_circuit(self, info: Info, id: strawberry.ID,
                       reason: str | None = None) -> ConfigHealthChange:
-        before = health.of_configs(info.context.pool, [arguments.text(str(id), "id")])
+        before = health.of_configs(info.context.pool, info.context.scope,
+                                   [arguments.text(str(id), "id")])
         result = _apply(info, id, health.reset_circuit, reason, done="circuit closed",
                         already="circuit was closed; nothing changed",
                         default_reason="circuit reset by an operator")

@@ -1,5 +1,6 @@
 """Read-only queries: deliveries, configs (and those needing attention), stats, attempt
-history, the caller, rejected messages."""
+history, the caller, rejected messages; with the tenants' (graphql_schema.tenant_api), the
+Query type."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from enum import Enum
 from typing import Annotated
 
 import strawberry
+from strawberry.tools import merge_types
 
 from db import configs, health, inspection, ordering, rates, rejected, stalls
 from db.errors import InvalidInput, NotFound
+from db.scope import Scope
 from graphql_schema import arguments, cursors, filters, history
+from graphql_schema.access import PlatformOnly
 from graphql_schema.connections import (
     COUNT_BOUND,
     DEFAULT_PAGE,
@@ -27,6 +31,7 @@ from graphql_schema.connections import (
 )
 from graphql_schema.context import Info
 from graphql_schema.filters import ConfigFilter, DeliveryFilter
+from graphql_schema.tenant_api import TenantQueries
 from graphql_schema.types import (
     MAX_RATE_HOURS,
     AttemptHistory,
@@ -65,27 +70,29 @@ LISTINGS = {DeliveryOrder.CREATED_AT_DESC: ("deliveries", inspection.Order.NEWES
             DeliveryOrder.NEXT_ATTEMPT_AT: ("deliveriesByDue", inspection.Order.DUE_SOONEST)}
 
 
-def _delivery_cursor(order: DeliveryOrder, row: inspection.DeliverySummary) -> str:
+def _delivery_cursor(order: DeliveryOrder, scope: Scope,
+                     row: inspection.DeliverySummary) -> str:
     listing = LISTINGS[order][0]
     if order is DeliveryOrder.NEXT_ATTEMPT_AT:
-        return cursors.encode(listing, due=row.next_attempt_at.isoformat(), id=row.id)
-    return cursors.encode(listing, createdAt=row.created_at.isoformat(), id=row.id)
+        return cursors.encode(listing, scope, due=row.next_attempt_at.isoformat(), id=row.id)
+    return cursors.encode(listing, scope, createdAt=row.created_at.isoformat(), id=row.id)
 
 
-def _delivery_position(order: DeliveryOrder, cursor: str | None,
+def _delivery_position(order: DeliveryOrder, scope: Scope, cursor: str | None,
                        argument: str) -> tuple[datetime, int] | None:
     listing = LISTINGS[order][0]
     key = "due" if order is DeliveryOrder.NEXT_ATTEMPT_AT else "createdAt"
-    return cursors.time_and_id_after(listing, cursor, argument, key=key)
+    return cursors.time_and_id_after(listing, scope, cursor, argument, key=key)
 
 
 def _health_of(info: Info, rows: list) -> dict:
     """Load the health of a page of configs in one query."""
-    return health.of_configs(info.context.pool, [row.id for row in rows]) if rows else {}
+    return (health.of_configs(info.context.pool, info.context.scope, [row.id for row in rows])
+            if rows else {})
 
 
 @strawberry.type
-class Query:
+class DeliveryQueries:
     @strawberry.field(description="Deliveries without payloads, newest first unless `orderBy` "
                                   "says otherwise. Page forwards with `first`/`after`, or "
                                   "backwards with `last`/`before` (then `first` is ignored).")
@@ -100,16 +107,18 @@ class Query:
         backwards = last is not None or before is not None
         limit = page_size(last if last is not None else first,
                           "last" if last is not None else "first")
-        checked = filters.to_db(filter)
-        position = (_delivery_position(order_by, before, "before") if backwards
-                    else _delivery_position(order_by, after, "after"))
+        checked = filters.to_db(info, filter)
+        scope = info.context.scope
+        position = (_delivery_position(order_by, scope, before, "before") if backwards
+                    else _delivery_position(order_by, scope, after, "after"))
         pool = info.context.pool
-        rows = inspection.deliveries(pool, checked, limit=limit + 1,
+        rows = inspection.deliveries(pool, scope, checked, limit=limit + 1,
                                      order=LISTINGS[order_by][1], cursor=position,
                                      backwards=backwards)
-        counted = functools.cache(lambda: inspection.count(pool, checked, bound=COUNT_BOUND))
+        counted = functools.cache(lambda: inspection.count(pool, scope, checked,
+                                                           bound=COUNT_BOUND))
         return connection(DeliveryConnection, DeliveryEdge, rows, limit,
-                          functools.partial(_delivery_cursor, order_by),
+                          functools.partial(_delivery_cursor, order_by, scope),
                           DeliverySummary.from_row, from_cursor=position is not None,
                           backwards=backwards, count=counted)
 
@@ -118,7 +127,7 @@ class Query:
                                   "NOT_FOUND.")
     def delivery(self, info: Info, id: strawberry.ID) -> Delivery | None:
         number = arguments.delivery_id(id)
-        row = inspection.delivery(info.context.pool, number)
+        row = inspection.delivery(info.context.pool, info.context.scope, number)
         if row is None:
             raise NotFound(f"delivery {number} not found")
         return Delivery.from_detail(row)
@@ -140,31 +149,35 @@ class Query:
         backwards = last is not None or before is not None
         limit = page_size(last if last is not None else first,
                           "last" if last is not None else "first")
-        checked = filters.configs_to_db(filter, active=active, health=health)
-        position = (cursors.created_and_id_after("configs", before, "before") if backwards
-                    else cursors.created_and_id_after("configs", after))
+        checked = filters.configs_to_db(info, filter, active=active, health=health)
+        scope = info.context.scope
+        position = (cursors.created_and_id_after("configs", scope, before, "before")
+                    if backwards else cursors.created_and_id_after("configs", scope, after))
         pool = info.context.pool
-        rows = configs.page(pool, limit=limit + 1, filter=checked, cursor=position,
+        rows = configs.page(pool, scope, limit=limit + 1, filter=checked, cursor=position,
                             backwards=backwards)
         healths = _health_of(info, rows[:limit])
-        rates_of_page = page_rates(pool, [row.id for row in rows[:limit]])
+        rates_of_page = page_rates(pool, scope, [row.id for row in rows[:limit]])
         return connection(
             ConfigConnection, ConfigEdge, rows, limit,
-            lambda row: cursors.encode("configs", createdAt=row.created_at.isoformat(),
+            lambda row: cursors.encode("configs", scope, createdAt=row.created_at.isoformat(),
                                        id=row.id),
             lambda row: Config.from_row(row, healths.get(row.id), rates_of_page),
             from_cursor=position is not None, backwards=backwards,
-            count=functools.cache(lambda: configs.count(pool, checked, bound=COUNT_BOUND)),
+            count=functools.cache(lambda: configs.count(pool, scope, checked,
+                                                        bound=COUNT_BOUND)),
         )
 
     @strawberry.field(description="One config; NOT_FOUND if unknown or deleted.")
     def config(self, info: Info, id: strawberry.ID) -> Config | None:
-        row = configs.get(info.context.pool, arguments.text(id, "id"))
+        row = configs.get(info.context.pool, info.context.scope, arguments.text(id, "id"))
         if row is None:
             raise NotFound(f"config {arguments.shown(id)} not found")
         return Config.from_row(row)
 
-    @strawberry.field(description="Counts by status, queue depth and backlog age.")
+    @strawberry.field(description="The platform's counts by status, queue depth and backlog "
+                                  "age (a tenant's are `Tenant.stats`).",
+                      permission_classes=[PlatformOnly])
     def stats(self, info: Info) -> Stats:
         pool = info.context.pool
         numbers = inspection.stats(pool)
@@ -199,14 +212,16 @@ class Query:
         now = datetime.now(UTC)
         since = history.window_start(now, timedelta(minutes=minutes), bucket)
         ids = arguments.texts([str(i) for i in config_ids or ()], "configIds")
-        pool = info.context.pool
+        pool, scope = info.context.pool, info.context.scope
         found = inspection.attempt_history(
-            pool, since=since, bucket_seconds=int(bucket.total_seconds()), config_ids=ids,
-            scan_limit=HISTORY_SCAN_LIMIT)
+            pool, scope, since=since, bucket_seconds=int(bucket.total_seconds()),
+            config_ids=ids, scan_limit=HISTORY_SCAN_LIMIT)
         summary = history.summarise(found, since=since, bucket=bucket, until=now)
         if ids:  # each asked-for config's totals exact, whatever the scan reached
-            names = {row.id: row.name for row in configs.by_ids(pool, ids)}
-            summary.configs = history.config_totals(rates.recent(pool, ids, since=since), names)
+            names = {row.id: row.name for row in configs.by_ids(pool, scope, ids)}
+            seen = [id for id in ids if id in names]  # another tenant's: as an unknown id
+            summary.configs = history.config_totals(rates.recent(pool, scope, seen,
+                                                                 since=since), names)
         return summary
 
     @strawberry.field(description=f"The active configs a person should look at first, at most "
@@ -223,10 +238,10 @@ class Query:
             raise InvalidInput(f"hours: must be between 1 and {MAX_RATE_HOURS}")
         if not 1 <= first <= MAX_ATTENTION:
             raise InvalidInput(f"first: must be between 1 and {MAX_ATTENTION}")
-        pool = info.context.pool
-        found = rates.needing_attention(pool, since=rate_window(hours), limit=first)
-        listed = {row.id: row for row in configs.by_ids(pool, [row.id for row in found])}
-        healths = health.of_configs(pool, list(listed)) if listed else {}
+        pool, scope = info.context.pool, info.context.scope
+        found = rates.needing_attention(pool, scope, since=rate_window(hours), limit=first)
+        listed = {row.id: row for row in configs.by_ids(pool, scope, [row.id for row in found])}
+        healths = health.of_configs(pool, scope, list(listed)) if listed else {}
         return [ConfigAttention(
                     config=Config.from_row(listed[row.id], healths.get(row.id)),
                     state=HealthState(row.state), failures=row.failures, attempts=row.attempts,
@@ -235,18 +250,25 @@ class Query:
                     unanswered_since=row.unanswered_since)
                 for row in found if row.id in listed]
 
-    @strawberry.field(description="Who the caller is: the role of the token sent.")
+    @strawberry.field(description="Who the caller is: the role of the token sent, and the "
+                                  "tenant it acts for (null: the whole platform).")
     def me(self, info: Info) -> Me:
         role = Role(info.context.role)
-        return Me(role=role, can_mutate=role is Role.OPERATOR)
+        return Me(role=role, can_mutate=role is Role.OPERATOR,
+                  tenant_uid=info.context.tenant_uid)
 
-    @strawberry.field(description="Broker messages that could not become events, newest first.")
+    @strawberry.field(description="Broker messages that could not become events, newest first.",
+                      permission_classes=[PlatformOnly])
     def rejected_events(self, info: Info, first: int | None = DEFAULT_PAGE,
                         after: str | None = None) -> RejectedEventConnection:
         limit = page_size(first)
+        scope = info.context.scope
         rows = rejected.page(info.context.pool, limit=limit + 1,
-                             after_id=cursors.id_after("rejectedEvents", after))
+                             after_id=cursors.id_after("rejectedEvents", scope, after))
         return connection(RejectedEventConnection, RejectedEventEdge, rows, limit,
-                          lambda row: cursors.encode("rejectedEvents", id=row.id),
+                          lambda row: cursors.encode("rejectedEvents", scope, id=row.id),
                           RejectedEvent.from_row, from_cursor=after is not None,
                           count=lambda: rejected.count(info.context.pool))
+
+
+Query = merge_types("Query", (DeliveryQueries, TenantQueries))

@@ -78,11 +78,11 @@ def _ids(numbers: list[int]) -> list[strawberry.ID]:
     return [strawberry.ID(str(n)) for n in numbers]
 
 
-def _bulk_filter(filter: DeliveryFilter, *,
+def _bulk_filter(info: Info, filter: DeliveryFilter, *,
                  replayable_only: bool = False) -> db_filters.DeliveryFilter:
     """Return the checked filter of a bulk replay (a window of at most 90 days, to now by
     default; failed and pending deliveries by default)."""
-    checked = filters.to_db(filter, replayable_only=replayable_only)
+    checked = filters.to_db(info, filter, replayable_only=replayable_only)
     start = checked.created_after
     if start is None:
         raise InvalidInput("filter: a bulk replay needs createdAfter (or the deprecated "
@@ -106,7 +106,7 @@ def _replay_once(info: Info, operation: str, request: dict[str, Any], run: Any) 
     """Run `run(cursor)` once per Idempotency-Key; count what it did when it ran now."""
     context = info.context
     result, fresh = idempotency.run_once(
-        context.pool, key=idempotency.check_key(context.idempotency_key),
+        context.pool, context.scope, key=idempotency.check_key(context.idempotency_key),
         fingerprint=idempotency.fingerprint(operation, request), operation=run)
     if fresh:
         replayed, expedited = result["replayed"], result["expedited"]
@@ -119,10 +119,10 @@ def _replay_once(info: Info, operation: str, request: dict[str, Any], run: Any) 
 
 def _dry_run(info: Info, filter: DeliveryFilter) -> BulkReplayResult:
     """Say what a bulk replay of `filter` would change, changing nothing."""
-    checked = _bulk_filter(filter, replayable_only=True)
-    pool = info.context.pool
-    total, exact = inspection.count(pool, checked, bound=COUNT_BOUND)
-    sample = inspection.deliveries(pool, checked, limit=SAMPLE_SIZE)
+    checked = _bulk_filter(info, filter, replayable_only=True)
+    pool, scope = info.context.pool, info.context.scope
+    total, exact = inspection.count(pool, scope, checked, bound=COUNT_BOUND)
+    sample = inspection.deliveries(pool, scope, checked, limit=SAMPLE_SIZE)
     return BulkReplayResult(
         replayed=[], expedited=[], skipped=[], has_more=False, next_cursor=None, dry_run=True,
         would_replay=total, would_replay_is_exact=exact,
@@ -146,7 +146,7 @@ class ReplayMutations:
     def skip_delivery(self, info: Info, id: strawberry.ID) -> SkipResult:
         number = arguments.delivery_id(id)
         with info.context.pool.transaction() as cursor:
-            skipped = ordering.skip(cursor, number)
+            skipped = ordering.skip(cursor, info.context.scope, number)
         return SkipResult(delivery_id=strawberry.ID(str(skipped.id)),
                           ordering_key=skipped.ordering_key, sequence=skipped.sequence)
 
@@ -158,7 +158,7 @@ class ReplayMutations:
         number = arguments.delivery_id(id)
 
         def run(cursor: Any) -> dict:
-            replay = deliveries.replay(cursor, number)
+            replay = deliveries.replay(cursor, info.context.scope, number)
             return {"replayed": int(replay.action == ReplayWord.REPLAYED),
                     "expedited": int(replay.action == ReplayWord.EXPEDITED),
                     "result": {"deliveryId": str(replay.delivery_id), "action": replay.action,
@@ -178,22 +178,25 @@ class ReplayMutations:
             return _dry_run(info, filter)
         idempotency.check_key(info.context.idempotency_key)
         limit = page_size(first)
-        checked = _bulk_filter(filter)
+        checked = _bulk_filter(info, filter)
+        scope = info.context.scope
         request = {"filter": _filter_json(checked), "first": limit, "after": after}
         if filter.created_before is None and filter.created_at_to is None:
             request["filter"]["created_before"] = None  # "until now" repeats as itself
         binding = hashlib.sha256(json.dumps(request["filter"]).encode()).hexdigest()[:16]
         before = None
         if after is not None:
-            position = cursors.decode("replayDeliveries", after)
+            position = cursors.decode("replayDeliveries", scope, after)
             if position.get("filter") != binding:
                 raise InvalidInput("after: this cursor belongs to another filter; keep the "
                                    "filter of the first page")
-            before = cursors.time_and_id_after("replayDeliveries", after, key="createdAt")
+            before = cursors.time_and_id_after("replayDeliveries", scope, after,
+                                               key="createdAt")
 
         def run(cursor: Any) -> dict:
-            page = deliveries.replay_page(cursor, checked, before=before, limit=limit)
-            next_cursor = (cursors.encode("replayDeliveries", createdAt=page.last[0].isoformat(),
+            page = deliveries.replay_page(cursor, scope, checked, before=before, limit=limit)
+            next_cursor = (cursors.encode("replayDeliveries", scope,
+                                          createdAt=page.last[0].isoformat(),
                                           id=page.last[1], filter=binding)
                            if page.has_more else None)
             return {"replayed": len(page.replayed), "expedited": len(page.expedited),

@@ -19,13 +19,15 @@ from db.event_keys import DIGEST_PREFIX, ENCODED_PREFIX, MAX_ORDERING_KEY_LENGTH
 from db.health import Health as HealthRow
 from db.rates import UNANSWERED_SECONDS, AttemptRate
 from db.rejected import RejectedEvent as RejectedRow
+from db.scope import Scope
 from db.stalls import StalledPartition as StalledRow
 from db.vocabulary import AttemptOutcome as OutcomeWord
 from db.vocabulary import HealthChangeKind, Ordering, Status
 from db.vocabulary import HealthState as HealthWord
 from db.vocabulary import HeldBy as HeldByWord
-from graphql_schema import cursors
+from graphql_schema import cursors, tenancy
 from graphql_schema.context import Info
+from graphql_schema.tenant_types import Tenant
 
 # The API's name for `Status`, member for member: a value of one is equal to the other's.
 DeliveryStatus = strawberry.enum(
@@ -97,6 +99,11 @@ class DeliverySummary:
         "What holds this pending delivery back (its config's pause or circuit, or an earlier "
         "delivery of its key), since and until when; null when nothing does: it is sent when "
         "due."))
+    tenant_id: strawberry.Private[int] = 0
+
+    @strawberry.field(description="The tenant it belongs to (its config's).")
+    def tenant(self, info: Info) -> Tenant:
+        return Tenant.from_row(tenancy.by_id(info, self.tenant_id))
 
     @classmethod
     def fields_of(cls, row: inspection.DeliverySummary) -> dict:
@@ -117,6 +124,7 @@ class DeliverySummary:
             "updated_at": row.updated_at,
             "ordering_key": row.ordering_key,
             "held_by": Hold.from_row(row.hold),
+            "tenant_id": row.tenant_id,
         }
 
     @classmethod
@@ -171,7 +179,8 @@ class Delivery(DeliverySummary):
     def attempts(self, info: Info, last: int = 100) -> list[Attempt]:
         if not 1 <= last <= 1000:
             raise InvalidInput("last: must be between 1 and 1000")
-        rows = inspection.attempts(info.context.pool, int(self.id), last=last)
+        rows = inspection.attempts(info.context.pool, info.context.scope, int(self.id),
+                                   last=last)
         return [Attempt.from_row(row) for row in rows]
 
     @classmethod
@@ -232,6 +241,7 @@ class Config:
     ordering: DeliveryOrdering = strawberry.field(description="How its deliveries are ordered.")
     block_on_failure: bool = strawberry.field(description=(
         "Ordered: whether a failed delivery holds its key until it is replayed and succeeds."))
+    tenant_id: strawberry.Private[int] = 0
     health_row: strawberry.Private[HealthRow | None] = None
     # hours → the rates of the configs listed with this one (loaded once for all of them)
     rates_of_page: strawberry.Private[Callable[[int], dict[str, AttemptRate]] | None] = None
@@ -246,7 +256,8 @@ class Config:
         if self.rates_of_page is not None:
             found = self.rates_of_page(hours)[self.id]
         else:
-            found = rates.recent(info.context.pool, [self.id], since=rate_window(hours))[self.id]
+            found = rates.recent(info.context.pool, info.context.scope, [self.id],
+                                 since=rate_window(hours))[self.id]
         return RecentAttempts(hours=hours, attempts=found.attempts, succeeded=found.succeeded)
 
     @strawberry.field(description="Ordered: the keys a failed delivery holds now, by key; "
@@ -255,9 +266,11 @@ class Config:
                      after: str | None = None) -> BlockedKeyConnection:
         if not 1 <= first <= 1000:
             raise InvalidInput("first: must be between 1 and 1000")
-        rows = ordering.blocked_keys(info.context.pool, self.id, limit=first + 1,
-                                     after=cursors.key_after("blockedKeys", after))
-        edges = [BlockedKeyEdge(cursor=cursors.encode("blockedKeys", key=row.ordering_key),
+        scope = info.context.scope
+        rows = ordering.blocked_keys(info.context.pool, scope, self.id, limit=first + 1,
+                                     after=cursors.key_after("blockedKeys", scope, after))
+        edges = [BlockedKeyEdge(cursor=cursors.encode("blockedKeys", scope,
+                                                      key=row.ordering_key),
                                 node=BlockedKey.from_row(row)) for row in rows[:first]]
         return BlockedKeyConnection(edges=edges, has_next_page=len(rows) > first,
                                     end_cursor=edges[-1].cursor if edges else None)
@@ -271,12 +284,18 @@ class Config:
                        after: str | None = None) -> HealthChangeConnection:
         if not 1 <= first <= 1000:
             raise InvalidInput("first: must be between 1 and 1000")
-        before = cursors.id_after("healthChanges", after)
-        rows = health_rows.changes(info.context.pool, self.id, limit=first + 1, before=before)
-        edges = [HealthChangeEdge(cursor=cursors.encode("healthChanges", id=row.id),
+        scope = info.context.scope
+        before = cursors.id_after("healthChanges", scope, after)
+        rows = health_rows.changes(info.context.pool, scope, self.id, limit=first + 1,
+                                   before=before)
+        edges = [HealthChangeEdge(cursor=cursors.encode("healthChanges", scope, id=row.id),
                                   node=HealthChange.from_row(row)) for row in rows[:first]]
         return HealthChangeConnection(edges=edges, has_next_page=len(rows) > first,
                                       end_cursor=edges[-1].cursor if edges else None)
+
+    @strawberry.field(description="The tenant it belongs to.")
+    def tenant(self, info: Info) -> Tenant:
+        return Tenant.from_row(tenancy.by_id(info, self.tenant_id))
 
     @strawberry.field(description="Pause and circuit breaker state.")
     def health(self, info: Info) -> ConfigHealth:
@@ -295,7 +314,8 @@ class Config:
 
     def _health(self, info: Info) -> HealthRow:
         if self.health_row is None:
-            self.health_row = health_rows.of_configs(info.context.pool, [self.id])[self.id]
+            self.health_row = health_rows.of_configs(info.context.pool, info.context.scope,
+                                                     [self.id])[self.id]
         return self.health_row
 
     @classmethod
@@ -306,7 +326,7 @@ class Config:
                    created_at=row.created_at, updated_at=row.updated_at,
                    previous_secrets_expire_at=list(row.previous_secrets_expire_at),
                    ordering=DeliveryOrdering(row.ordering.value),
-                   block_on_failure=row.block_on_failure,
+                   block_on_failure=row.block_on_failure, tenant_id=row.tenant_id,
                    health_row=health, rates_of_page=rates_of_page)
 
 
@@ -396,9 +416,10 @@ def rate_window(hours: int) -> datetime:
     return datetime.now(UTC) - timedelta(hours=hours)
 
 
-def page_rates(pool, config_ids: list[str]) -> Callable[[int], dict[str, AttemptRate]]:
+def page_rates(pool, scope: Scope,
+               config_ids: list[str]) -> Callable[[int], dict[str, AttemptRate]]:
     """Return a loader of the rates of a page of configs, one query per window asked for."""
-    return functools.cache(lambda hours: rates.recent(pool, config_ids,
+    return functools.cache(lambda hours: rates.recent(pool, scope, config_ids,
                                                       since=rate_window(hours)))
 
 
@@ -429,12 +450,17 @@ class RejectedEvent:
     reason: str
     raw: str | None = strawberry.field(description="The message's bytes, base64-encoded.")
     created_at: datetime
+    tenant_uid: str | None = strawberry.field(
+        default=None, description="The tenant it named, when no such tenant existed.")
+    replayed_at: datetime | None = strawberry.field(
+        default=None, description="When it was ingested after all (replayRejectedEvent).")
 
     @classmethod
     def from_row(cls, row: RejectedRow) -> RejectedEvent:
         raw = None if row.raw is None else base64.b64encode(row.raw).decode()
         return cls(id=strawberry.ID(str(row.id)), topic=row.topic, partition=row.partition,
-                   offset=str(row.offset), reason=row.reason, raw=raw, created_at=row.created_at)
+                   offset=str(row.offset), reason=row.reason, raw=raw, created_at=row.created_at,
+                   tenant_uid=row.tenant_uid, replayed_at=row.replayed_at)
 
 
 @strawberry.type(description="A Kafka partition a worker holds because it cannot decode the "
@@ -538,3 +564,5 @@ class Role(Enum):
 class Me:
     role: Role
     can_mutate: bool = strawberry.field(description="Operator tokens only.")
+    tenant_uid: str | None = strawberry.field(
+        default=None, description="The tenant the token acts for; null: the whole platform.")

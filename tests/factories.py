@@ -9,6 +9,7 @@ from typing import Any
 from db import configs, events
 from db.configs import Config
 from db.pool import ConnectionPool
+from db.scope import DEFAULT_TENANT_ID
 
 DEFAULT_TYPE = "order.created"
 
@@ -28,7 +29,7 @@ class Factories:
         **fields: Any,
     ) -> Config:
         config, secret = configs.create(
-            self.pool, endpoint=endpoint, event_types=list(event_types), **fields
+            self.pool, DEFAULT_TENANT_ID, endpoint=endpoint, event_types=list(event_types), **fields
         )
         self.secrets[config.id] = secret
         return config
@@ -39,7 +40,8 @@ class Factories:
         """Publish an event; return its id and its delivery ids."""
         event_id = id or f"evt_{next(self._numbers)}"
         payload = {"n": event_id} if payload is None else payload
-        event = events.new_event(event_id, type, payload, max_payload=1024 * 1024)
+        event = events.new_event(event_id, type, payload, tenant_id=DEFAULT_TENANT_ID,
+                                 max_payload=1024 * 1024)
         return event_id, events.publish(self.pool, event).delivery_ids
 
     def delivery(self, config: Config | None = None, **state: Any) -> int:

@@ -44,20 +44,20 @@ ORDER BY a.webhook_id::text, a.config ->> 'id', a.created_at, a.id
 SELECT id, active FROM configs WHERE id = ANY(%(ids)s::text[])
 
 -- insert_backfilled_events --
--- Store the events of converted webhooks (payload once per event)
-INSERT INTO events (id, type, payload, occurred_at, source)
-SELECT id, type, payload::json, occurred_at, 'backfill'
+-- Store the events of converted webhooks (payload once per event), as the default tenant's: the former model had no tenants
+INSERT INTO events (id, tenant_id, type, payload, occurred_at, source)
+SELECT id, default_tenant_id(), type, payload::json, occurred_at, 'backfill'
 FROM unnest(%(ids)s::text[], %(types)s::text[], %(payloads)s::text[],
             %(occurred_at)s::timestamptz[]) AS e (id, type, payload, occurred_at)
-ON CONFLICT (id) DO NOTHING
+ON CONFLICT (tenant_id, id) DO NOTHING
 
 -- insert_backfilled_deliveries --
 -- Store converted deliveries in their state (an existing (event, config) pair is left alone); wake the dispatchers when a pending one was stored; return the new ones
 WITH inserted AS (
-    INSERT INTO deliveries (event_id, config_id, event_type, status, attempt_count,
+    INSERT INTO deliveries (event_id, tenant_id, config_id, event_type, status, attempt_count,
                             next_attempt_at, last_status_code, last_error, created_at,
                             updated_at)
-    SELECT d.event_id, d.config_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at,
+    SELECT d.event_id, default_tenant_id(), d.config_id, d.event_type, d.status, d.attempt_count, d.next_attempt_at,
            d.last_status_code, d.last_error, d.created_at, d.updated_at
     FROM unnest(%(event_ids)s::text[], %(config_ids)s::text[], %(types)s::text[],
                 %(statuses)s::text[], %(attempt_counts)s::integer[],
@@ -77,8 +77,8 @@ SELECT id, event_id, config_id, (SELECT count(*) FROM wake) AS woken FROM insert
 -- insert_backfilled_attempts --
 -- Store the attempt history of newly converted deliveries
 INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation, endpoint,
-                               outcome, status_code, duration_ms, created_at)
-SELECT * FROM unnest(%(delivery_ids)s::bigint[], %(numbers)s::integer[],
+                               outcome, status_code, duration_ms, created_at, tenant_id)
+SELECT *, default_tenant_id() FROM unnest(%(delivery_ids)s::bigint[], %(numbers)s::integer[],
                      %(generations)s::integer[], %(endpoints)s::text[], %(outcomes)s::text[],
                      %(codes)s::integer[], %(durations)s::integer[],
                      %(created)s::timestamptz[])

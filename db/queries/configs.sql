@@ -1,30 +1,51 @@
 -- insert_config --
--- Create a config and return it
+-- Create a config of a live tenant (share-locked, so a deletion of the tenant either waits for this or commits first and this creates nothing) and return it
+WITH tenant AS (
+    SELECT id FROM tenants WHERE id = %(tenant_id)s AND deleted_at IS NULL FOR KEY SHARE
+)
 INSERT INTO configs (id, name, endpoint, secret, event_types, active, ordering,
-                     block_on_failure)
-VALUES (coalesce(%(id)s, gen_random_uuid()::text), %(name)s, %(endpoint)s, %(secret)s,
-        %(event_types)s, %(active)s, %(ordering)s, %(block_on_failure)s)
+                     block_on_failure, tenant_id)
+SELECT coalesce(%(id)s, gen_random_uuid()::text), %(name)s, %(endpoint)s, %(secret)s,
+       %(event_types)s, %(active)s, %(ordering)s, %(block_on_failure)s, tenant.id
+FROM tenant
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure
+          ordering, block_on_failure, tenant_id
+
+-- config_room --
+-- Lock a tenant that limits its configs (so that concurrent creations count one after the other) and say whether it has room for `adding` more; nothing when it has no limit
+SELECT c.configs + %(adding)s <= t.max_configs AS room, c.configs, t.max_configs
+FROM tenants t
+CROSS JOIN LATERAL (SELECT count(*) AS configs FROM configs c
+                    WHERE c.tenant_id = t.id AND c.deleted_at IS NULL) c
+WHERE t.id = %(tenant_id)s AND t.max_configs IS NOT NULL
+FOR NO KEY UPDATE OF t
 
 -- get_config --
--- Return one config that has not been deleted
+-- Return one config that has not been deleted, if the scope may see it
 SELECT id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
        previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure
-FROM configs
-WHERE id = %(id)s AND deleted_at IS NULL
+       ordering, block_on_failure, tenant_id
+FROM configs c
+WHERE c.id = %(id)s AND c.deleted_at IS NULL
+  AND (%(scope_tenant)s::bigint IS NULL OR c.tenant_id = %(scope_tenant)s::bigint)
 
 -- get_configs --
--- Return the given configs that have not been deleted
+-- Return the given configs that have not been deleted and the scope may see
 SELECT /* include config_columns */
 FROM configs c
 WHERE c.id = ANY (%(ids)s::text[]) AND c.deleted_at IS NULL
+  AND (%(scope_tenant)s::bigint IS NULL OR c.tenant_id = %(scope_tenant)s::bigint)
+
+-- config_owner --
+-- Whose configs a statement may see, on configs as `c`: the scope's tenant's (null: the platform's) and, when a filter names one, that tenant's (included by the statements below)
+(%(scope_tenant)s::bigint IS NULL OR c.tenant_id = %(scope_tenant)s::bigint)
+AND (%(tenant)s::bigint IS NULL OR c.tenant_id = %(tenant)s::bigint)
 
 -- config_filter --
--- The conditions of a configs filter on configs as `c` (included by the statements below): active flag, health state, a piece of the name or endpoint (or the exact id); psycopg2 inlines the values, so the planner drops the unused conditions and picks the matching index
+-- The conditions of a configs filter on configs as `c` (included by the statements below): its owner, active flag, health state, a piece of the name or endpoint (or the exact id); psycopg2 inlines the values, so the planner drops the unused conditions and picks the matching index
 c.deleted_at IS NULL
+AND /* include config_owner */
 AND (%(active)s::boolean IS NULL OR c.active = %(active)s::boolean)
 AND (%(health)s::text IS NULL
      OR (SELECT config_health_state(h) FROM config_health h WHERE h.config_id = c.id)
@@ -51,13 +72,13 @@ WHERE %(by_health)s::text IS NOT NULL
 -- A config as the listings show it, from configs as `c` (included by the list statements below)
 c.id, c.name, c.endpoint, c.event_types, c.active, c.created_at, c.updated_at, c.deleted_at,
 previous_secrets_expire_at(c.previous_secrets) AS previous_secrets_expire_at,
-c.ordering, c.block_on_failure
+c.ordering, c.block_on_failure, c.tenant_id
 
 -- list_configs_walk --
 -- Page through the configs a filter matches, newest first after a (created_at, id) cursor, among the `walk` configs next to the cursor only: the whole page when matches are common, cheap at any number of configs
 SELECT /* include config_columns */
 FROM (SELECT * FROM configs c
-      WHERE c.deleted_at IS NULL
+      WHERE c.deleted_at IS NULL AND /* include config_owner */
         AND (%(cursor_time)s::timestamptz IS NULL
              OR (c.created_at, c.id) < (%(cursor_time)s::timestamptz, %(cursor_id)s::text))
       ORDER BY c.created_at DESC, c.id DESC
@@ -70,7 +91,7 @@ LIMIT %(limit)s
 -- Page back through the configs a filter matches, oldest first from a (created_at, id) cursor, among the `walk` configs next to the cursor only
 SELECT /* include config_columns */
 FROM (SELECT * FROM configs c
-      WHERE c.deleted_at IS NULL
+      WHERE c.deleted_at IS NULL AND /* include config_owner */
         AND (%(cursor_time)s::timestamptz IS NULL
              OR (c.created_at, c.id) > (%(cursor_time)s::timestamptz, %(cursor_id)s::text))
       ORDER BY c.created_at, c.id
@@ -118,14 +139,18 @@ SET endpoint = coalesce(%(endpoint)s, endpoint),
     name = CASE WHEN %(set_name)s THEN %(name)s ELSE name END,
     updated_at = now()
 WHERE id = %(id)s AND deleted_at IS NULL
+  AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure
+          ordering, block_on_failure, tenant_id
 
 -- set_config_active --
 -- Activate or deactivate a config that has not been deleted; say whether it was the other way before
 WITH before AS (
-    SELECT id, active FROM configs WHERE id = %(id)s AND deleted_at IS NULL FOR UPDATE
+    SELECT id, active FROM configs
+    WHERE id = %(id)s AND deleted_at IS NULL
+      AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
+    FOR UPDATE
 )
 UPDATE configs c
 SET active = %(active)s, updated_at = CASE WHEN c.active = %(active)s THEN c.updated_at ELSE now() END
@@ -133,7 +158,7 @@ FROM before
 WHERE c.id = before.id
 RETURNING c.id, c.name, c.endpoint, c.event_types, c.active, c.created_at, c.updated_at,
           c.deleted_at, previous_secrets_expire_at(c.previous_secrets) AS previous_secrets_expire_at,
-          c.ordering, c.block_on_failure,
+          c.ordering, c.block_on_failure, c.tenant_id,
           before.active <> %(active)s AS changed
 
 -- delete_config --
@@ -141,9 +166,10 @@ RETURNING c.id, c.name, c.endpoint, c.event_types, c.active, c.created_at, c.upd
 UPDATE configs
 SET deleted_at = now(), active = false, updated_at = now()
 WHERE id = %(id)s AND deleted_at IS NULL
+  AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure
+          ordering, block_on_failure, tenant_id
 
 -- rotate_config_secret --
 -- Install a new secret; with a grace, the current one joins the unexpired previous secrets (newest first, the `keep` newest kept), each signing until its own grace ends; without one, drop them all
@@ -166,9 +192,10 @@ SET previous_secrets = CASE WHEN %(grace_seconds)s > 0 THEN (
     secret = %(secret)s,
     updated_at = now()
 WHERE id = %(id)s AND deleted_at IS NULL
+  AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure
+          ordering, block_on_failure, tenant_id
 
 -- cancel_pending_deliveries_of_config --
 -- Cancel the pending deliveries of a config that was just deactivated or deleted

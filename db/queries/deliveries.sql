@@ -78,7 +78,7 @@ claimed AS (
         updated_at = now()
     FROM picked, health h
     WHERE d.id = picked.id AND h.config_id = picked.config_id
-    RETURNING d.id, d.event_id, d.config_id, d.attempt_count, d.replay_generation,
+    RETURNING d.id, d.event_id, d.tenant_id, d.config_id, d.attempt_count, d.replay_generation,
               d.generation_started_at, d.last_backoff_seconds, d.webhook_id,
               h.circuit = 'open' AS probe, h.max_in_flight, h.rate_per_second,
               h.version AS config_version,
@@ -141,7 +141,7 @@ SELECT d.id, d.event_id, e.type AS event_type, e.payload::text AS payload, e.occ
        CASE WHEN c.ordering = 'per_key' AND d.sequence IS NOT NULL THEN d.ordering_key END
            AS ordering_key
 FROM claimed d
-JOIN events e ON e.id = d.event_id
+JOIN events e ON e.tenant_id = d.tenant_id AND e.id = d.event_id
 JOIN configs c ON c.id = d.config_id
 WHERE claim_counted((SELECT count(DISTINCT config_id) FROM claimed),
                     (SELECT count(*) FROM counted))
@@ -167,17 +167,17 @@ WITH results AS (
               last_error, next_backoff, verdict, sent_at, request_headers, position)
 ),
 attempts AS (
-    INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation, endpoint,
-                                   outcome, status_code, duration_ms, response_excerpt, error,
-                                   claim_token, request_headers)
-    SELECT r.delivery_id, r.attempt_number, r.replay_generation, r.endpoint, r.outcome,
-           r.status_code, r.duration_ms, r.response_excerpt, r.error, r.claim_token,
-           r.request_headers
+    INSERT INTO delivery_attempts (delivery_id, tenant_id, attempt_number, replay_generation,
+                                   endpoint, outcome, status_code, duration_ms,
+                                   response_excerpt, error, claim_token, request_headers)
+    SELECT r.delivery_id, delivery.tenant_id, r.attempt_number, r.replay_generation,
+           r.endpoint, r.outcome, r.status_code, r.duration_ms, r.response_excerpt, r.error,
+           r.claim_token, r.request_headers
     FROM results r
     -- Index probes per result (lateral LIMIT 1s, which the planner cannot turn into a hash
     -- anti-join over the whole attempts table, as it did for NOT EXISTS in a generic plan).
-    CROSS JOIN LATERAL (SELECT count(*) AS found
-                        FROM (SELECT 1 FROM deliveries d WHERE d.id = r.delivery_id
+    CROSS JOIN LATERAL (SELECT count(*) AS found, min(x.tenant_id) AS tenant_id
+                        FROM (SELECT d.tenant_id FROM deliveries d WHERE d.id = r.delivery_id
                               LIMIT 1) x) delivery
     CROSS JOIN LATERAL (SELECT count(*) AS found
                         FROM (SELECT 1 FROM delivery_attempts a

@@ -216,6 +216,7 @@ SET paused_at = now(),
 FROM configs c
 WHERE h.config_id = %(id)s AND c.id = h.config_id AND c.deleted_at IS NULL
   AND h.paused_at IS NULL
+  AND (%(scope_tenant)s::bigint IS NULL OR c.tenant_id = %(scope_tenant)s::bigint)
 RETURNING h.config_id
 
 -- resume_config --
@@ -233,6 +234,7 @@ WITH resumed AS (
     FROM configs c
     WHERE h.config_id = %(id)s AND c.id = h.config_id AND c.deleted_at IS NULL
       AND h.paused_at IS NOT NULL
+      AND (%(scope_tenant)s::bigint IS NULL OR c.tenant_id = %(scope_tenant)s::bigint)
     RETURNING h.config_id
 )
 SELECT config_id, notify_deliveries_due() FROM resumed
@@ -256,6 +258,7 @@ WITH reset AS (
     FROM configs c
     WHERE h.config_id = %(id)s AND c.id = h.config_id AND c.deleted_at IS NULL
       AND h.circuit <> 'closed'
+      AND (%(scope_tenant)s::bigint IS NULL OR c.tenant_id = %(scope_tenant)s::bigint)
     RETURNING h.config_id
 )
 SELECT config_id, notify_deliveries_due() FROM reset
@@ -274,12 +277,13 @@ WHERE config_id = %(id)s
 UPDATE config_health SET reason = %(reason)s, changed_at = now() WHERE config_id = %(id)s
 
 -- config_health --
--- Return the health rows of the given configs
+-- Return the health rows of the given configs that the scope may see
 SELECT config_id, config_health_state(config_health) AS state, paused_at,
        consecutive_failures, opened_at, next_probe_at, last_failure, last_failure_at, reason,
        changed_at, in_flight, max_in_flight, rate_per_second
 FROM config_health
 WHERE config_id = ANY(%(ids)s)
+  AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 
 -- held_due_deliveries --
 -- Count due pending deliveries whose attempts are withheld because their config is paused or its circuit is not closed, by health state, stopping at the cap
@@ -302,9 +306,10 @@ SELECT set_config('webhooks.actor', coalesce(%(actor)s, ''), true),
        set_config('webhooks.reason', coalesce(%(reason)s, ''), true)
 
 -- health_changes_of_config --
--- Page back through a config's health history, newest first, below an id cursor
+-- Page back through a config's health history, newest first, below an id cursor, if the scope may see it
 SELECT id, config_id, changed_at, change, circuit, actor, reason
 FROM config_health_changes
 WHERE config_id = %(id)s AND (%(before)s::bigint IS NULL OR id < %(before)s::bigint)
+  AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 ORDER BY id DESC
 LIMIT %(limit)s

@@ -1,6 +1,8 @@
 -- delivery_filter --
--- The conditions of a delivery filter (included by the statements below); psycopg2 inlines the values, so the planner drops the unused conditions and picks the matching index
-(%(config_id)s::text IS NULL OR d.config_id = %(config_id)s::text)
+-- The conditions of a delivery filter (included by the statements below): whose deliveries the scope may see, and the filter's own; psycopg2 inlines the values, so the planner drops the unused conditions and picks the matching index
+(%(scope_tenant)s::bigint IS NULL OR d.tenant_id = %(scope_tenant)s::bigint)
+AND (%(tenant)s::bigint IS NULL OR d.tenant_id = %(tenant)s::bigint)
+AND (%(config_id)s::text IS NULL OR d.config_id = %(config_id)s::text)
 AND (%(config_ids)s::text[] IS NULL OR d.config_id = ANY (%(config_ids)s::text[]))
 AND (%(status)s::text IS NULL OR d.status = %(status)s::text)
 AND (%(statuses)s::text[] IS NULL OR d.status = ANY (%(statuses)s::text[]))
@@ -23,7 +25,7 @@ AND (NOT %(replayable_only)s
 SELECT d.id, coalesce(d.webhook_id, d.id::text) AS webhook_id, d.event_id, d.event_type,
        d.config_id, d.status, d.attempt_count, d.replay_generation, d.next_attempt_at,
        d.last_status_code, d.last_error, d.created_at, d.updated_at, d.ordering_key,
-       (SELECT c.name FROM configs c WHERE c.id = d.config_id) AS config_name,
+       d.tenant_id, (SELECT c.name FROM configs c WHERE c.id = d.config_id) AS config_name,
        hold.held_by, hold.held_since, hold.held_until, hold.held_reason, hold.held_behind
 FROM deliveries d
 LEFT JOIN LATERAL delivery_hold(d.status, d.config_id, d.next_attempt_at, d.ordering_key,
@@ -77,22 +79,24 @@ FROM (SELECT 1 FROM deliveries d WHERE /* include delivery_filter */ LIMIT %(bou
 EXPLAIN (FORMAT JSON) SELECT 1 FROM deliveries d WHERE /* include delivery_filter */
 
 -- get_delivery --
--- Return one delivery with its event's payload (as JSON text), time, broker message key and trace context
+-- Return one delivery that the scope may see, with its event's payload (as JSON text), time, broker message key and trace context
 SELECT d.id, coalesce(d.webhook_id, d.id::text) AS webhook_id, d.event_id, d.event_type,
        d.config_id, d.status, d.attempt_count, d.replay_generation, d.next_attempt_at,
        d.last_status_code, d.last_error, d.created_at, d.updated_at, d.ordering_key,
        c.name AS config_name,
        hold.held_by, hold.held_since, hold.held_until, hold.held_reason, hold.held_behind,
-       e.payload::text AS payload, e.occurred_at, e.message_key, e.trace_parent, e.trace_state
+       e.payload::text AS payload, e.occurred_at, e.message_key, e.trace_parent, e.trace_state,
+       d.tenant_id
 FROM deliveries d
-JOIN events e ON e.id = d.event_id
+JOIN events e ON e.tenant_id = d.tenant_id AND e.id = d.event_id
 JOIN configs c ON c.id = d.config_id
 LEFT JOIN LATERAL delivery_hold(d.status, d.config_id, d.next_attempt_at, d.ordering_key,
                                 d.sequence) hold ON true
 WHERE d.id = %(id)s
+  AND (%(scope_tenant)s::bigint IS NULL OR d.tenant_id = %(scope_tenant)s::bigint)
 
 -- attempts_of_delivery --
--- Return the newest `last` attempts of one delivery, newest first, each with the request headers it sent: those it kept, and those its row and its delivery's hold (the webhook id, the attempt number and generation)
+-- Return the newest `last` attempts of one delivery the scope may see, newest first, each with the request headers it sent: those it kept, and those its row and its delivery's hold (the webhook id, the attempt number and generation)
 SELECT a.id, a.attempt_number, a.replay_generation, a.endpoint, a.outcome, a.status_code,
        a.duration_ms, a.response_excerpt, a.error, a.created_at,
        jsonb_build_object('webhook-id', d.webhook_id,
@@ -102,6 +106,7 @@ SELECT a.id, a.attempt_number, a.replay_generation, a.endpoint, a.outcome, a.sta
 FROM delivery_attempts a
 JOIN deliveries d ON d.id = a.delivery_id
 WHERE a.delivery_id = %(id)s
+  AND (%(scope_tenant)s::bigint IS NULL OR d.tenant_id = %(scope_tenant)s::bigint)
 ORDER BY a.id DESC
 LIMIT %(last)s
 
@@ -146,10 +151,11 @@ WHERE next_due_at IS NOT NULL AND paused_at IS NULL AND circuit <> 'half_open'
   AND config_ready_at(next_due_at, circuit, next_probe_at, next_send_at) <= now()
 
 -- attempt_history --
--- Count the attempts of a window by config, time bucket and outcome, over the newest attempts only (at most the scan limit, by primary key), and say whether that scan reached the window's start; each attempt finds its config by one primary-key probe (a subquery, so the planner never trades the probes for a scan of all deliveries)
+-- Count the attempts of a window by config, time bucket and outcome, over the newest attempts (of the scope) only (at most the scan limit, by primary key), and say whether that scan reached the window's start; each attempt finds its config by one primary-key probe (a subquery, so the planner never trades the probes for a scan of all deliveries)
 WITH recent AS (
     SELECT delivery_id, outcome, created_at
     FROM delivery_attempts
+    WHERE %(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint
     ORDER BY id DESC
     LIMIT %(scan_limit)s
 ),

@@ -3,6 +3,7 @@
 UPDATE deliveries
 SET skipped_at = now(), updated_at = now()
 WHERE id = %(id)s AND status = 'failed' AND blocks_key
+  AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 RETURNING id, ordering_key, sequence
 
 -- blocked_keys --
@@ -21,6 +22,7 @@ SELECT DISTINCT ON (d.ordering_key)
                               LIMIT %(waiting_bound)s) w) AS waiting
 FROM deliveries d
 WHERE d.config_id = %(config_id)s AND d.blocks_key
+  AND (%(scope_tenant)s::bigint IS NULL OR d.tenant_id = %(scope_tenant)s::bigint)
   AND (%(after)s::text IS NULL OR d.ordering_key > %(after)s::text)
 ORDER BY d.ordering_key, d.sequence
 LIMIT %(limit)s
@@ -35,5 +37,7 @@ FROM (SELECT DISTINCT d.config_id, d.ordering_key
      ) held
 
 -- skip_blocker --
--- Return why a delivery cannot be skipped: its status and whether it has an ordered key
-SELECT status, sequence IS NOT NULL AS ordered FROM deliveries WHERE id = %(id)s
+-- Return why a delivery the scope may see cannot be skipped: its status and whether it has an ordered key
+SELECT status, sequence IS NOT NULL AS ordered FROM deliveries
+WHERE id = %(id)s
+  AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)

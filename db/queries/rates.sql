@@ -1,18 +1,20 @@
 -- config_attempt_rates --
--- Count the given configs' attempts and successes since a moment, from their five-minute periods (the period holding the moment counts whole)
+-- Count the given configs' attempts and successes since a moment, from their five-minute periods (the period holding the moment counts whole), for the configs the scope may see
 SELECT config_id, sum(attempts)::bigint AS attempts, sum(succeeded)::bigint AS succeeded
 FROM config_attempt_counts
 WHERE config_id = ANY (%(ids)s::text[]) AND period_start >= attempt_period(%(since)s)
+  AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 GROUP BY config_id
 
 -- configs_needing_attention --
--- The configs a person should look at first, at most `limit`: circuits open or half-open, then the most failed or unanswered attempts since a moment (an attempt under way for more than `unanswered` seconds: an endpoint that holds its requests open shows before its first timeout is recorded), then paused ones; each with its failures and attempts since then, and its unanswered attempts
+-- The configs (of the scope) a person should look at first, at most `limit`: circuits open or half-open, then the most failed or unanswered attempts since a moment (an attempt under way for more than `unanswered` seconds: an endpoint that holds its requests open shows before its first timeout is recorded), then paused ones; each with its failures and attempts since then, and its unanswered attempts
 WITH failing AS (
     -- Periods with a failure only, through their index: configs that only succeeded are
     -- never read.
     SELECT config_id, sum(attempts - succeeded)::bigint AS failures
     FROM config_attempt_counts
     WHERE period_start >= attempt_period(%(since)s) AND succeeded < attempts
+      AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
     GROUP BY config_id
 ),
 unanswered AS (
@@ -21,10 +23,13 @@ unanswered AS (
     FROM deliveries
     WHERE status = 'delivering'
       AND claimed_at < now() - make_interval(secs => %(unanswered)s::float8)
+      AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
     GROUP BY config_id
 ),
 held AS (
-    SELECT config_id FROM config_health WHERE paused_at IS NOT NULL OR circuit <> 'closed'
+    SELECT config_id FROM config_health
+    WHERE (paused_at IS NOT NULL OR circuit <> 'closed')
+      AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 ),
 candidates AS (
     SELECT config_id FROM held

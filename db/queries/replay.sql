@@ -26,6 +26,7 @@ WITH config_now AS (
     FROM configs
     WHERE id = (SELECT config_id FROM deliveries WHERE id = %(id)s)
       AND active AND deleted_at IS NULL
+      AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
     FOR SHARE
 ),
 target AS (
@@ -49,7 +50,7 @@ SELECT id AS delivery_id, action, replay_generation, next_attempt_at,
 FROM replayed
 
 -- replay_blocker --
--- Return why a delivery cannot be replayed: its status, whether its config is active and not deleted, and what holds it back if it is pending
+-- Return why a delivery the scope may see cannot be replayed: its status, whether its config is active and not deleted, and what holds it back if it is pending
 SELECT d.status, c.active AND c.deleted_at IS NULL AS config_active,
        hold.held_by, hold.held_until, hold.held_behind
 FROM deliveries d
@@ -57,26 +58,29 @@ JOIN configs c ON c.id = d.config_id
 LEFT JOIN LATERAL delivery_hold(d.status, d.config_id, d.next_attempt_at, d.ordering_key,
                                 d.sequence) hold ON true
 WHERE d.id = %(id)s
+  AND (%(scope_tenant)s::bigint IS NULL OR d.tenant_id = %(scope_tenant)s::bigint)
 
 -- lock_idempotency_key --
--- Serialise the requests that carry one idempotency key until the end of the transaction
-SELECT pg_advisory_xact_lock(%(namespace)s, hashtext(%(key)s))
+-- Serialise the requests that carry one idempotency key of one owner (a tenant, or the platform) until the end of the transaction
+SELECT pg_advisory_xact_lock(%(namespace)s, hashtext(%(owner)s::text || ':' || %(key)s))
 
 -- find_idempotency_record --
--- Return the fingerprint and result remembered for a key, if it is younger than the time to live
+-- Return the fingerprint and result remembered for an owner's key, if it is younger than the time to live
 SELECT request_fingerprint, result
 FROM replay_requests
-WHERE idempotency_key = %(key)s AND created_at > now() - make_interval(secs => %(ttl)s)
+WHERE tenant_id = %(owner)s AND idempotency_key = %(key)s
+  AND created_at > now() - make_interval(secs => %(ttl)s)
 
 -- remember_idempotency_record --
--- Remember a request's result under its key, taking over an expired record, and forget other expired ones
+-- Remember a request's result under its owner's key, taking over an expired record, and forget the owner's other expired ones
 WITH forgotten AS (
     DELETE FROM replay_requests
-    WHERE created_at <= now() - make_interval(secs => %(ttl)s) AND idempotency_key <> %(key)s
+    WHERE tenant_id = %(owner)s AND created_at <= now() - make_interval(secs => %(ttl)s)
+      AND idempotency_key <> %(key)s
 )
-INSERT INTO replay_requests (idempotency_key, request_fingerprint, result)
-VALUES (%(key)s, %(fingerprint)s, %(result)s)
-ON CONFLICT (idempotency_key) DO UPDATE
+INSERT INTO replay_requests (tenant_id, idempotency_key, request_fingerprint, result)
+VALUES (%(owner)s, %(key)s, %(fingerprint)s, %(result)s)
+ON CONFLICT (tenant_id, idempotency_key) DO UPDATE
 SET request_fingerprint = excluded.request_fingerprint,
     result = excluded.result,
     created_at = now()
@@ -91,6 +95,7 @@ WITH page AS (
     LEFT JOIN LATERAL delivery_hold(d.status, d.config_id, d.next_attempt_at, d.ordering_key,
                                     d.sequence) hold ON true
     WHERE d.id = ANY (%(ids)s::bigint[])
+      AND (%(scope_tenant)s::bigint IS NULL OR d.tenant_id = %(scope_tenant)s::bigint)
 ),
 configs_now AS (
     -- Configs first, then deliveries: the order a deactivation locks them in.

@@ -1,5 +1,5 @@
 -- delete_expired_deliveries --
--- Delete a bounded batch of deliveries in the given terminal states older than the age and their attempts (in one set-based delete by delivery id, not one cascade per delivery), but a failed delivery that holds its ordering key while its config exists; return their event ids, and the config and key of those that had a place in a key's order. The states are a constant array, so the planner proves the partial index of their age (succeeded, or failed and cancelled) applies.
+-- Delete a bounded batch of deliveries in the given terminal states older than the age and their attempts (in one set-based delete by delivery id, not one cascade per delivery), but a failed delivery that holds its ordering key while its config exists; return their events (tenant and id), and the config and key of those that had a place in a key's order. The states are a constant array, so the planner proves the partial index of their age (succeeded, or failed and cancelled) applies.
 --
 -- A delivery that holds its key keeps it however old: deleted, the key's next delivery would
 -- go out with nothing skipped and nobody told. An operator skips it or replays it; a deleted
@@ -21,7 +21,7 @@ attempts AS (
 DELETE FROM deliveries d
 USING doomed
 WHERE d.id = doomed.id AND d.status = ANY (%(statuses)s::text[])
-RETURNING d.event_id, CASE WHEN d.sequence IS NOT NULL THEN d.config_id END AS config_id,
+RETURNING d.tenant_id, d.event_id, CASE WHEN d.sequence IS NOT NULL THEN d.config_id END AS config_id,
           CASE WHEN d.sequence IS NOT NULL THEN d.ordering_key END AS ordering_key
 
 -- delete_forgotten_ordering_keys --
@@ -33,24 +33,29 @@ WHERE k.config_id = t.config_id AND k.ordering_key = t.ordering_key
                   WHERE d.config_id = k.config_id AND d.ordering_key = k.ordering_key)
 
 -- delete_orphan_events --
--- Delete the given events once no delivery refers to them
+-- Delete the given events (tenant and id) once no delivery refers to them
 DELETE FROM events e
-WHERE e.id = ANY(%(ids)s::text[])
-  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+USING unnest(%(tenant_ids)s::bigint[], %(ids)s::text[]) AS gone (tenant_id, id)
+WHERE e.tenant_id = gone.tenant_id AND e.id = gone.id
+  AND NOT EXISTS (SELECT 1 FROM deliveries d
+                  WHERE d.event_id = e.id AND d.tenant_id = e.tenant_id)
 
 -- delete_old_undelivered_events --
 -- Delete a bounded batch of events older than the age that never had (or no longer have) deliveries
 WITH doomed AS (
-    SELECT e.id
+    SELECT e.tenant_id, e.id
     FROM events e
     WHERE e.created_at < now() - make_interval(secs => %(age)s)
-      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+      AND NOT EXISTS (SELECT 1 FROM deliveries d
+                      WHERE d.event_id = e.id AND d.tenant_id = e.tenant_id)
     ORDER BY e.created_at
     LIMIT %(limit)s
 )
 DELETE FROM events e
 USING doomed
-WHERE e.id = doomed.id AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id)
+WHERE e.tenant_id = doomed.tenant_id AND e.id = doomed.id
+  AND NOT EXISTS (SELECT 1 FROM deliveries d
+                  WHERE d.event_id = e.id AND d.tenant_id = e.tenant_id)
 
 -- delete_expired_replay_requests --
 -- Forget replay idempotency records older than their memory

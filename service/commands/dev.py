@@ -131,7 +131,7 @@ def _fresh_operator_token(pool: ConnectionPool) -> str:
     """Replace the dev token with a new one, since stored tokens cannot be shown again."""
     with contextlib.suppress(NotFound):
         tokens.revoke(pool, DEV_TOKEN_NAME)
-    _, plain = tokens.create(pool, name=DEV_TOKEN_NAME, role="operator")
+    _, plain = tokens.create(pool, name=DEV_TOKEN_NAME, tenant_id=None, role="operator")
     return plain
 
 

@@ -7,6 +7,7 @@ database of DATABASE_URL), so they apply exactly the API's rules, checks and err
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -14,11 +15,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from db import tenants
 from db.pool import ConnectionPool
+from db.scope import PLATFORM, Scope
 from db.vocabulary import Status
 from graphql_schema.errors import BAD_USER_INPUT, NOT_FOUND, UNAVAILABLE, code_of
 from graphql_schema.schema import schema
 from service.commands.registry import EXIT_DATABASE, EXIT_FAILED, EXIT_USAGE
+from service.ingest import envelope
 from service.policy.durations import format_duration, parse_duration
 from service.runtime.api_context import api_context
 from service.runtime.logs import audit_lines, cli_actor
@@ -43,22 +47,42 @@ class ApiFailure(Exception):
 class LocalApi:
     """Run GraphQL operations in this process, as an operator token would over HTTP."""
 
-    def __init__(self, settings: Settings, pool: ConnectionPool) -> None:
+    def __init__(self, settings: Settings, pool: ConnectionPool, *,
+                 tenant_uid: str | None = None) -> None:
         self.settings = settings
         self.pool = pool
         self.telemetry = Telemetry(otlp_endpoint=settings.otlp_endpoint, role="cli")
+        self.tenant_uid = tenant_uid  # act as a token of this tenant would (None: platform)
+        self._scope: Scope | None = None
 
     def run(self, query: str, variables: dict | None = None, *,
             idempotency_key: str | None = None) -> dict[str, Any]:
         """Return the data of an operation, or raise ApiFailure with the API's code."""
         context = api_context(self.pool, self.telemetry, self.settings, role="operator",
-                              token_name=cli_actor(), idempotency_key=idempotency_key)
+                              token_name=cli_actor(), scope=self.scope(),
+                              tenant_uid=self.tenant_uid, idempotency_key=idempotency_key,
+                              read_rejected=functools.partial(
+                                  envelope.read_again, max_payload=self.settings.max_payload))
         result = schema.execute_sync(query, variable_values=variables or {},
                                      context_value=context)
         if result.errors:
             error = result.errors[0]
             raise ApiFailure(code_of(error), "; ".join(e.message for e in result.errors))
         return result.data
+
+
+    def scope(self) -> Scope:
+        """Return whose data the commands act on: the platform's, or one tenant's (looked up
+        once by its uid; an unknown one is NOT_FOUND)."""
+        if self._scope is None:
+            if self.tenant_uid is None:
+                self._scope = PLATFORM
+            else:
+                found = tenants.get(self.pool, PLATFORM, self.tenant_uid)
+                if found is None or found.deleted_at is not None:
+                    raise ApiFailure(NOT_FOUND, f"tenant {self.tenant_uid!r} not found")
+                self._scope = Scope(found.id)
+        return self._scope
 
 
 @contextmanager

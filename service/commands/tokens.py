@@ -8,8 +8,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from db import tokens
+from db import tenants, tokens
 from db.errors import InvalidInput, NotFound
+from db.scope import PLATFORM
 from graphql_schema import audit
 from graphql_schema.errors import code_for
 from service.commands.registry import EXIT_FAILED, EXIT_OK, EXIT_USAGE, command
@@ -27,6 +28,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     create.add_argument("--role", required=True, choices=tokens.ROLES,
                         help="viewer may query; operator may also mutate")
     create.add_argument("--name", required=True, help="a unique name, used to revoke it")
+    create.add_argument("--tenant", metavar="UID",
+                        help="act for this tenant only (its uid); default: the whole platform")
     create.add_argument("--expires-in", metavar="DURATION",
                         help="stop accepting it after this long, e.g. 12h or 30d "
                              "(default: valid until revoked)")
@@ -45,9 +48,12 @@ def run_tokens(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if args.action == "create":
             expires_in = _duration(args.expires_in)
+            tenant_id = None if args.tenant is None else _tenant_id(pool, args.tenant)
             _, plain = _audited(settings, "tokens create",
-                                {"token_name": args.name, "role": args.role},
+                                {"token_name": args.name, "role": args.role,
+                                 "tenant": args.tenant},
                                 lambda: tokens.create(pool, name=args.name, role=args.role,
+                                                      tenant_id=tenant_id,
                                                       expires_in=expires_in))
             print(plain)
         elif args.action == "list":
@@ -57,8 +63,9 @@ def run_tokens(args: argparse.Namespace, settings: Settings) -> int:
                 ends = ("never expires" if token.expires_at is None else
                         f"{'expired' if token.expired(now) else 'expires'} "
                         f"{token.expires_at.isoformat()}")
-                print(f"{token.name}\t{token.role}\tcreated {token.created_at.isoformat()}"
-                      f"\tlast used {used}\t{ends}")
+                reach = f"tenant {token.tenant_uid}" if token.tenant_uid else "platform"
+                print(f"{token.name}\t{token.role}\t{reach}"
+                      f"\tcreated {token.created_at.isoformat()}\tlast used {used}\t{ends}")
         else:
             _audited(settings, "tokens revoke", {"token_name": args.name},
                      lambda: tokens.revoke(pool, args.name))
@@ -85,6 +92,11 @@ def _audited(settings: Settings, action: str, ids: dict[str, str],
             raise
         audit.write(action, cli_actor(), "operator", ids, "ok")
         return result
+
+
+def _tenant_id(pool, uid: str) -> int:
+    """Return the id of the live tenant `uid`; raise NotFound for an unknown or deleted one."""
+    return tenants.resolve(pool, PLATFORM, uid).id
 
 
 def _duration(text: str | None) -> float | None:

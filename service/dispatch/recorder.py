@@ -25,6 +25,7 @@ from db.deliveries import AttemptResult, Claimed, Moved
 from db.errors import DatabaseError, DatabaseUnavailable, InvalidData, StatementCancelled
 from db.health import HealthRules, Transition
 from db.pool import ConnectionPool
+from db.scope import PLATFORM
 from db.vocabulary import Status
 from service.dispatch import circuit
 from service.dispatch.sender import Response
@@ -173,7 +174,7 @@ class Recorder:
         deactivated = {}
         for config_id in sorted(config_ids):
             try:
-                change = configs.deactivate(self.pool, config_id, reason=GONE_REASON)
+                change = configs.deactivate(self.pool, PLATFORM, config_id, reason=GONE_REASON)
             except Exception:
                 log.exception("could not deactivate a config whose endpoint is gone; the next "
                               "410 tries again", extra={"config_id": config_id})

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from db import events, rejected
+from db import events, rejected, tenants
 from db.errors import InvalidData
-from db.events import IngestCounts, NewEvent
+from db.events import UNRESOLVED_TENANT, IngestCounts, NewEvent
 from db.pool import ConnectionPool
 from db.rejected import Rejection
+from db.scope import DEFAULT_TENANT_UID
 from db.vocabulary import PoisonKind
 from service.ingest.envelope import Poison, parse
 from service.policy import safe_text
@@ -45,15 +46,21 @@ class Progress:
 
 
 def store_batch(pool: ConnectionPool, batch: Sequence[ConsumerRecord], *, max_payload: int,
-                telemetry: Telemetry, progress: Progress) -> None:
-    """Store a batch's events and rejections, all or (on a data error) each on its own."""
-    goods: list[tuple[ConsumerRecord, NewEvent]] = []
+                telemetry: Telemetry, progress: Progress, create_tenants: bool) -> None:
+    """Store a batch's events and rejections, all or (on a data error) each on its own.
+
+    The tenants the batch's messages name are looked up at once; a message for a tenant that
+    does not exist (or is deleted) is rejected, replayable once it does, unless
+    `create_tenants` creates it."""
+    parsed: list[tuple[ConsumerRecord, NewEvent]] = []
     poisons: list[tuple[ConsumerRecord, Poison]] = []
     for record in batch:
         try:
-            goods.append((record, _parse(record, max_payload)))
+            parsed.append((record, _parse(record, max_payload)))
         except Poison as poison:
             poisons.append((record, poison))
+    goods, unknown = _with_tenants(pool, parsed, create_tenants=create_tenants)
+    poisons += unknown
     try:
         with pool.transaction() as cursor:
             counts = events.ingest(cursor, [event for _, event in goods], source="kafka")
@@ -66,6 +73,28 @@ def store_batch(pool: ConnectionPool, batch: Sequence[ConsumerRecord], *, max_pa
             stored = rejected.store(cursor, [_rejection(r, p) for r, p in poisons])
     kinds = {_position(record): poison.kind for record, poison in poisons}
     _account(telemetry, progress, len(batch), counts, stored, kinds)
+
+
+def _with_tenants(pool: ConnectionPool, parsed: list[tuple[ConsumerRecord, NewEvent]], *,
+                  create_tenants: bool
+                  ) -> tuple[list[tuple[ConsumerRecord, NewEvent]],
+                             list[tuple[ConsumerRecord, Poison]]]:
+    """Return the events whose tenant exists, with its id, and the others as poison."""
+    unresolved = [(record, event) for record, event in parsed
+                  if event.tenant_id == UNRESOLVED_TENANT]
+    goods = [(record, event) for record, event in parsed if event.tenant_id != UNRESOLVED_TENANT]
+    uids = sorted({event.tenant_uid or DEFAULT_TENANT_UID for _, event in unresolved})
+    ids = tenants.ids_of_uids(pool, uids, create_missing=create_tenants) if uids else {}
+    unknown = []
+    for record, event in unresolved:
+        tenant_id = ids.get(event.tenant_uid or DEFAULT_TENANT_UID)
+        if tenant_id is None:
+            unknown.append((record, Poison(PoisonKind.UNKNOWN_TENANT,
+                                           f'unknown tenant "{event.tenant_uid}"',
+                                           tenant_uid=event.tenant_uid)))
+        else:
+            goods.append((record, replace(event, tenant_id=tenant_id)))
+    return goods, unknown
 
 
 def _parse(record: ConsumerRecord, max_payload: int) -> NewEvent:
@@ -115,7 +144,9 @@ def _account(telemetry: Telemetry, progress: Progress, messages: int, counts: In
 def _rejection(record: ConsumerRecord, poison: Poison) -> Rejection:
     # Error texts may quote what they refused (a lone surrogate, a NUL): keep them storable.
     reason = safe_text.from_text(poison.reason, MAX_REASON_LENGTH)
-    return Rejection(record.topic, record.partition, record.offset, reason, record.value)
+    return Rejection(record.topic, record.partition, record.offset, reason, record.value,
+                     key=record.key, headers=list(record.headers or ()),
+                     tenant_uid=poison.tenant_uid)
 
 
 def _position(record: ConsumerRecord) -> tuple[str, int, int]:

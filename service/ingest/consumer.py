@@ -132,7 +132,8 @@ class Consumer:
         try:
             store_batch(self.pool, [record for records in polled.values() for record in records],
                         max_payload=self.settings.max_payload, telemetry=self.telemetry,
-                        progress=self.progress)
+                        progress=self.progress,
+                        create_tenants=self.settings.create_tenants_on_publish)
         except Exception as error:
             self._rewind(client, polled)
             log.warning("storing a batch failed; nothing committed, reading it again",

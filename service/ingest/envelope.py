@@ -31,12 +31,16 @@ from typing import Any
 
 from db.errors import InvalidInput
 from db.event_keys import ordering_key
-from db.events import NewEvent, new_event
+from db.events import UNRESOLVED_TENANT, NewEvent, new_event
+from db.rejected import RejectedEvent
+from db.scope import DEFAULT_TENANT_UID
+from db.tenants import check_uid
 from db.vocabulary import PoisonKind
 from service.policy.trace_context import from_headers
 
 Headers = Sequence[tuple[str, bytes | None]]
 
+TENANT_HEADER = "webhook-tenant"  # a message header that names the event's tenant by uid
 # Epoch numbers at least this large are milliseconds: 1e11 s is the year 5138, 1e11 ms 1973.
 EPOCH_MILLIS_FROM = 100_000_000_000
 
@@ -44,9 +48,10 @@ EPOCH_MILLIS_FROM = 100_000_000_000
 class Poison(ValueError):
     """A message that can never become an event; `kind` labels why (and the metric)."""
 
-    def __init__(self, kind: PoisonKind, detail: str) -> None:
+    def __init__(self, kind: PoisonKind, detail: str, *, tenant_uid: str | None = None) -> None:
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
+        self.tenant_uid = tenant_uid  # the tenant it named, when no such tenant exists
 
     @property
     def reason(self) -> str:
@@ -100,14 +105,44 @@ def parse(
     occurred_at = _instant(document.get("date")) or _instant(document.get("timestamp"))
     if occurred_at is None and timestamp_ms is not None and timestamp_ms > 0:
         occurred_at = _from_epoch(timestamp_ms / 1000)
+    tenant_uid = _tenant_uid(document, headers)
     try:
         event = new_event(event_id, event_type, payload, max_payload=max_payload,
-                          occurred_at=occurred_at)
+                          occurred_at=occurred_at, tenant_id=UNRESOLVED_TENANT)
     except InvalidInput as error:
         raise Poison(PoisonKind.INVALID_EVENT, str(error)) from None
     trace = from_headers(headers)
-    return replace(event, key=key, ordering_key=ordering_key(key),
+    return replace(event, key=key, ordering_key=ordering_key(key), tenant_uid=tenant_uid,
                    trace_parent=trace and trace.parent, trace_state=trace and trace.state)
+
+
+def _tenant_uid(document: dict[str, Any], headers: Headers | None) -> str:
+    """Return the uid of the tenant a message names (the default tenant's when it names none),
+    or raise Poison when it cannot name one or names two."""
+    named = []
+    given = document.get("tenant")
+    if given is not None:
+        if not isinstance(given, str):
+            raise Poison(PoisonKind.INVALID_TENANT,
+                         f"`tenant` is {_described(given)}; it must be a tenant's uid")
+        named.append(given)
+    for name, value in headers or ():
+        if isinstance(name, str) and name.lower() == TENANT_HEADER:
+            try:
+                named.append((value or b"").decode("utf-8"))
+            except UnicodeDecodeError:
+                raise Poison(PoisonKind.INVALID_TENANT,
+                             f"the {TENANT_HEADER} header is not UTF-8 text") from None
+    if not named:
+        return DEFAULT_TENANT_UID
+    if len(set(named)) > 1:
+        raise Poison(PoisonKind.INVALID_TENANT,
+                     "the message names more than one tenant: "
+                     + ", ".join(f'"{uid}"' for uid in dict.fromkeys(named)))
+    try:
+        return check_uid(named[0])
+    except InvalidInput as error:
+        raise Poison(PoisonKind.INVALID_TENANT, f"tenant {named[0]!r}: {error}") from None
 
 
 def _load(text: str) -> Any:
@@ -179,3 +214,15 @@ def _described(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     return "an object"
+
+
+def read_again(message: RejectedEvent, *, max_payload: int) -> NewEvent:
+    """Return the event a rejected message carries after all (read as it was sent, with its
+    key and headers), its tenant still to be looked up; raise InvalidInput saying why it
+    still cannot be one."""
+    try:
+        return parse(message.raw, topic=message.topic, partition=message.partition,
+                     offset=message.offset, max_payload=max_payload, key=message.key,
+                     headers=message.headers)
+    except Poison as poison:
+        raise InvalidInput(poison.reason) from None

@@ -20,6 +20,7 @@ from db import backfill
 from db.backfill import ConvertedAttempt, ConvertedDelivery, FormerAttempt
 from db.events import NewEvent, encode_payload
 from db.pool import ConnectionPool
+from db.scope import DEFAULT_TENANT_ID
 from db.vocabulary import Status
 from service.policy.classify import answer_outcome
 
@@ -77,7 +78,7 @@ def convert(rows: Iterable[FormerAttempt], active: dict[str, bool], *, now: date
         payload = next((r.payload for r in reversed(history) if r.payload is not None), None)
         event_type, data = event_fields(payload)
         events.setdefault(webhook_id, NewEvent(webhook_id, event_type, encode_payload(data),
-                                               _utc(first.created_at)))
+                                               DEFAULT_TENANT_ID, _utc(first.created_at)))
         deliveries.append(ConvertedDelivery(
             event_id=webhook_id, config_id=config_id, event_type=event_type, status=status,
             # The former attempts are this generation's first ones: an outstanding retry

@@ -182,6 +182,10 @@ class Settings:
     max_payload: int = _setting(
         "WEBHOOKS_MAX_PAYLOAD", "1MiB", parse_size, "largest accepted event payload"
     )
+    create_tenants_on_publish: bool = _setting(
+        "WEBHOOKS_CREATE_TENANTS_ON_PUBLISH", "false", parse_bool,
+        "create a tenant on the first event published to its uid, instead of refusing it",
+    )
     allow_private_endpoints: bool = _setting(
         "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS", "false", parse_bool,
         "allow loopback, private and link-local endpoints (true under dev)",

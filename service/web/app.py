@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+
 from flask import Flask, Request, Response, jsonify
 
 from db import tokens
 from db.pool import ConnectionPool
+from db.scope import NOBODY
 from graphql_schema.context import Context, bearer_token
 from graphql_schema.schema import operations, schema
 from graphql_schema.view import GraphQLView
+from service.ingest import envelope
 from service.runtime.api_context import api_context
 from service.runtime.settings import Settings
 from service.runtime.status_server import PROMETHEUS_TYPE, readiness
@@ -34,6 +38,8 @@ def create_app(
     app.config.update(WEBHOOKS_SETTINGS=settings, WEBHOOKS_POOL=pool,
                       WEBHOOKS_TELEMETRY=telemetry)
 
+    read_rejected = functools.partial(envelope.read_again, max_payload=settings.max_payload)
+
     def graphql_context(request: Request) -> Context:
         token = bearer_token(request.headers.get("Authorization"))
         principal = tokens.authenticate(pool, token) if token else None
@@ -42,7 +48,10 @@ def create_app(
         return api_context(pool, telemetry, settings,
                            role=principal.role if principal else None,
                            token_name=principal.name if principal else None,
-                           idempotency_key=request.headers.get("Idempotency-Key"))
+                           scope=principal.scope if principal else NOBODY,
+                           tenant_uid=principal.tenant_uid if principal else None,
+                           idempotency_key=request.headers.get("Idempotency-Key"),
+                           read_rejected=read_rejected)
 
     names = operations()
     telemetry.api_operations(names)

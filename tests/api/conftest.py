@@ -72,12 +72,12 @@ def client(app):
 
 @pytest.fixture
 def operator_token(pool) -> str:
-    return tokens.create(pool, name="ops", role="operator")[1]
+    return tokens.create(pool, name="ops", tenant_id=None, role="operator")[1]
 
 
 @pytest.fixture
 def viewer_token(pool) -> str:
-    return tokens.create(pool, name="dashboard", role="viewer")[1]
+    return tokens.create(pool, name="dashboard", tenant_id=None, role="viewer")[1]
 
 
 @pytest.fixture
@@ -102,7 +102,8 @@ def shared_api(server_dsn, database_factory, template_database):
     pool = ConnectionPool(dsn_for(server_dsn, database_factory(template=template_database)))
     settings = Settings.load({}, {"database_url": pool.dsn})
     app = create_app(settings, pool=pool, telemetry=Telemetry(role="web"))
-    yield Api(app.test_client(), tokens.create(pool, name="shared", role="operator")[1])
+    yield Api(app.test_client(), tokens.create(pool, name="shared", tenant_id=None,
+                                               role="operator")[1])
     pool.close()
 
 

@@ -68,6 +68,13 @@ def test_every_mutation_is_forbidden_to_a_viewer(viewer, make):
         "resumeConfig": f'(id: "{config.id}") {{ changed }}',
         "resetCircuit": f'(id: "{config.id}") {{ changed }}',
         "createConfigs": '(inputs: [{endpoint: "https://e.com", eventTypes: ["a"]}]) { secret }',
+        "createTenant": '(input: {uid: "t"}) { uid }',
+        "updateTenant": '(uid: "default", input: {name: "x"}) { uid }',
+        "deleteTenant": '(uid: "default") { configsStopped }',
+        "createApiToken": '(name: "n", role: OPERATOR) { token }',
+        "revokeApiToken": '(name: "n") { name }',
+        "replayRejectedEvent": '(id: "1") { replayed { eventId } }',
+        "replayRejectedEvents": '(tenant: "t") { replayed { eventId } }',
     }
     mutations = viewer.data('{ __type(name: "Mutation") { fields { name } } }')
     assert set(arguments) == {field["name"] for field in mutations["__type"]["fields"]}

@@ -24,9 +24,9 @@ def test_each_attempt_shows_the_headers_it_sent_and_older_ones_null(api, make):
     config = make.config()
     delivery_id = make.delivery(config)
     with make.pool.transaction() as cursor:  # recorded before headers were kept
-        cursor.execute("INSERT INTO delivery_attempts (delivery_id, attempt_number, "
+        cursor.execute("INSERT INTO delivery_attempts (tenant_id, delivery_id, attempt_number, "
                        "replay_generation, endpoint, outcome, status_code, duration_ms) "
-                       "VALUES (%s, 1, 0, %s, 'http_error', 500, 3)",
+                       "VALUES (1, %s, 1, 0, %s, 'http_error', 500, 3)",
                        (delivery_id, config.endpoint))
     make.set(delivery_id, attempt_count=1)
     (claimed,) = deliveries.claim_due(make.pool, owner="test", limit=1)

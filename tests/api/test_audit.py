@@ -88,7 +88,7 @@ def test_configs_created_at_once_are_audited_by_their_ids_and_count(api, audit_l
 
 
 def test_a_mutation_refused_for_want_of_a_valid_token_is_audited(api, pool, audit_lines):
-    _, revoked = tokens.create(pool, name="former", role="operator")
+    _, revoked = tokens.create(pool, name="former", tenant_id=None, role="operator")
     tokens.revoke(pool, "former")
     two = ('mutation Two { publishEvent(input: {type: "a", payload: {}}) { eventId } '
            '...More } fragment More on Mutation { replayDelivery(id: "1") { action } }')

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from db import configs
+from db.scope import PLATFORM
 from tests.api.conftest import metric_value
 
 BULK = """mutation ($filter: DeliveryFilter!, $first: Int, $after: String) {
@@ -32,7 +33,7 @@ def test_a_page_replays_failed_expedites_pending_and_skips_the_rest(api, make, t
     pending = make.delivery(config, next_attempt_at=NOW + timedelta(hours=1))
     make.delivery(config, status="succeeded", next_attempt_at=None)
     orphan = failed(make, off)
-    configs.deactivate(make.pool, off.id)
+    configs.deactivate(make.pool, PLATFORM, off.id)
     result = bulk(api, "k1")
     assert result["replayed"] == [str(i) for i in reversed(failed_ids)]
     assert result["expedited"] == [str(pending)]

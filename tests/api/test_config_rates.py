@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from db import deliveries, health
+from db.scope import PLATFORM
 from graphql_schema import queries
 from tests.endpoint_health import RULES, claim, events_for, result
 
@@ -80,7 +81,7 @@ def test_the_configs_needing_a_person_lead_with_open_circuits_then_failures(api,
     _attempts(make, fine, ok=20, failed=0)
     _attempts(make, flaky, ok=8, failed=2)
     _attempts(make, broken, ok=0, failed=2)  # fewer than the breaker's three in a row
-    health.pause(make.pool, paused.id, reason="maintenance")
+    health.pause(make.pool, PLATFORM, paused.id, reason="maintenance")
     with make.pool.transaction() as cursor:
         cursor.execute("UPDATE config_health SET circuit = 'open', next_probe_at = now(), "
                        "opened_at = now(), reason = 'staged' WHERE config_id = %s", (opened.id,))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from db.scope import PLATFORM
 from tests.api.conftest import metric_value
 
 CONFIG_FIELDS = "id name endpoint eventTypes active createdAt updatedAt"
@@ -299,7 +300,7 @@ def test_configs_filter_by_health_and_active_with_a_total_count(api, make):
     paused = create(api, name="paused")["config"]
     create(api, name="fine")
     create(api, name="off", active=False)
-    health.pause(make.pool, paused["id"], reason="test")
+    health.pause(make.pool, PLATFORM, paused["id"], reason="test")
 
     def listed(filter):
         page = api.data(FILTERED, {"filter": filter})["configs"]

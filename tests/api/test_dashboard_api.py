@@ -9,6 +9,7 @@ import pytest
 
 from db import configs, inspection
 from db.filters import DeliveryFilter
+from db.scope import PLATFORM
 
 LIST = """
 query ($filter: DeliveryFilter, $first: Int, $after: String, $last: Int, $before: String,
@@ -47,9 +48,10 @@ def ids(connection):
 def attempt(make, delivery_id, outcome, status_code, minutes_ago=0):
     with make.pool.transaction() as cursor:
         cursor.execute(
-            "INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation, "
+            "INSERT INTO delivery_attempts (tenant_id, delivery_id, attempt_number, "
+            "replay_generation, "
             "endpoint, outcome, status_code, duration_ms, created_at) "
-            "VALUES (%s, 1, 0, 'http://x', %s, %s, 5, now() - make_interval(mins => %s))",
+            "VALUES (1, %s, 1, 0, 'http://x', %s, %s, 5, now() - make_interval(mins => %s))",
             (delivery_id, outcome, status_code, minutes_ago))
 
 
@@ -129,8 +131,8 @@ def test_a_count_past_the_bound_becomes_a_flagged_estimate(pool, make):
     config = make.config()
     for _ in range(6):
         make.delivery(config)
-    assert inspection.count(pool, DeliveryFilter(), bound=10) == (6, True)
-    total, exact = inspection.count(pool, DeliveryFilter(), bound=3)
+    assert inspection.count(pool, PLATFORM, DeliveryFilter(), bound=10) == (6, True)
+    total, exact = inspection.count(pool, PLATFORM, DeliveryFilter(), bound=3)
     assert exact is False and total >= 4
 
 
@@ -139,7 +141,7 @@ def test_a_dry_run_counts_and_samples_what_a_replay_would_change_and_changes_not
     failed = [make.delivery(config, status="failed", next_attempt_at=None) for _ in range(2)]
     make.delivery(config, status="succeeded", next_attempt_at=None)
     orphan = make.delivery(off, status="failed", next_attempt_at=None)
-    configs.deactivate(make.pool, off.id)
+    configs.deactivate(make.pool, PLATFORM, off.id)
     result = api.data(BULK, {"filter": {"createdAfter": HOUR_AGO}, "dryRun": True})
     result = result["replayDeliveries"]
     assert result["dryRun"] is True
@@ -186,9 +188,11 @@ def test_attempt_history_says_when_its_bounded_scan_stops_short(pool, make):
     for minutes, outcome in ((1, "success"), (2, "http_error"), (3, "success")):
         attempt(make, delivery, outcome, 200, minutes_ago=minutes)
     since = NOW - timedelta(hours=1)
-    full = inspection.attempt_history(pool, since=since, bucket_seconds=3600, config_ids=None,
+    full = inspection.attempt_history(pool, PLATFORM, since=since, bucket_seconds=3600,
+                                      config_ids=None,
                                       scan_limit=10)
-    short = inspection.attempt_history(pool, since=since, bucket_seconds=3600, config_ids=None,
+    short = inspection.attempt_history(pool, PLATFORM, since=since, bucket_seconds=3600,
+                                       config_ids=None,
                                        scan_limit=2)
     assert (full.complete, sum(c.attempts for c in full.counts)) == (True, 3)
     assert (short.complete, sum(c.attempts for c in short.counts)) == (False, 2)

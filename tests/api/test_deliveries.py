@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from db import events
+from db.scope import DEFAULT_TENANT_ID
 
 LIST = """
 query ($filter: DeliveryFilter, $first: Int, $after: String) {
@@ -213,9 +214,10 @@ def test_a_delivery_shows_its_payload_and_attempts_oldest_first(api, make):
     with make.pool.transaction() as cursor:
         for number, (outcome, code) in enumerate([("http_error", 500), ("success", 200)], 1):
             cursor.execute(
-                "INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation,"
+                "INSERT INTO delivery_attempts (tenant_id, delivery_id, attempt_number,"
+                " replay_generation,"
                 " endpoint, outcome, status_code, duration_ms, response_excerpt, error)"
-                " VALUES (%s, %s, 0, %s, %s, %s, 12, 'body', NULL)",
+                " VALUES (1, %s, %s, 0, %s, %s, %s, 12, 'body', NULL)",
                 (delivery_id, number, config.endpoint, outcome, code),
             )
     make.set(delivery_id, status="succeeded", attempt_count=2, last_status_code=200,
@@ -295,7 +297,8 @@ query ($id: ID!) { delivery(id: $id) { eventKey traceparent tracestate } }"""
 def test_a_delivery_shows_the_key_and_trace_context_its_broker_message_carried(api, make):
     make.config()
     trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-    event = events.new_event("from-kafka", "order.created", {}, max_payload=1024)
+    event = events.new_event("from-kafka", "order.created", {}, tenant_id=DEFAULT_TENANT_ID,
+                             max_payload=1024)
     (keyed,) = events.publish(make.pool, replace(event, key=b"\x00customer-42",
                                                  trace_parent=trace, trace_state="a=b")
                               ).delivery_ids

@@ -46,7 +46,7 @@ def web(database_url):
 
 def test_webhooks_web_serves_the_api_through_gunicorns_gevent_worker(web, pool, make):
     url, process = web
-    _, token = tokens.create(pool, name="web-test", role="operator")
+    _, token = tokens.create(pool, name="web-test", tenant_id=None, role="operator")
     auth = {"Authorization": f"Bearer {token}"}
     config = make.config()
     delivery_id = make.delivery(config, status="failed", next_attempt_at=None)
@@ -93,7 +93,7 @@ def _json_lines(text: str) -> list[dict]:
 
 def test_webhooks_web_logs_json_lines_only_with_an_access_log_and_an_audit_trail(web, pool):
     url, process = web
-    _, token = tokens.create(pool, name="deployer", role="operator")
+    _, token = tokens.create(pool, name="deployer", tenant_id=None, role="operator")
     auth = {"Authorization": f"Bearer {token}"}
     create = {"query": "mutation { createConfig(input: {endpoint: \"https://example.com/h\", "
                        "eventTypes: [\"a\"]}) { config { id } secret } }"}

@@ -8,6 +8,7 @@ import json
 import logging
 
 from db import configs
+from db.scope import PLATFORM
 from service.runtime import logs
 from tests.api.test_config_health import PAUSE, RESET, RESUME
 from tests.endpoint_health import RULES, events_for, open_circuit
@@ -36,7 +37,7 @@ def test_every_change_is_a_row_with_who_and_why_newest_first(api, make):
     events_for(make, config, RULES.failures_to_open)
     open_circuit(make, config)  # the service's own change: no actor
     api.data(RESET, {"id": config.id})
-    configs.deactivate(make.pool, config.id, reason="endpoint answered 410 Gone")
+    configs.deactivate(make.pool, PLATFORM, config.id, reason="endpoint answered 410 Gone")
     assert changes(api, config.id) == [
         ("DEACTIVATED", None, "endpoint answered 410 Gone"),
         ("CLOSED", "ops", "circuit reset by an operator"),

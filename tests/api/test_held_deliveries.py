@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from db import configs, health, inspection
+from db.scope import PLATFORM
 from tests.api.test_bulk_replay import bulk
 from tests.api.test_publish import publish
 from tests.endpoint_health import RULES, events_for, open_circuit
@@ -35,7 +36,7 @@ def test_a_pause_holds_its_pending_deliveries_until_resumed_and_says_why(api, ma
     config = make.config()
     _, (delivery,) = make.event()
     assert hold_of(api, delivery) is None
-    health.pause(make.pool, config.id, reason="receiver migrating")
+    health.pause(make.pool, PLATFORM, config.id, reason="receiver migrating")
     hold = hold_of(api, delivery)
     assert hold["by"] == "PAUSE" and hold["reason"] == "receiver migrating"
     assert hold["since"] is not None and hold["until"] is None
@@ -44,7 +45,7 @@ def test_a_pause_holds_its_pending_deliveries_until_resumed_and_says_why(api, ma
     refused = api.error(REPLAY, {"id": str(delivery)}, headers={"Idempotency-Key": "k1"})
     assert refused["extensions"]["code"] == "NOT_ELIGIBLE"
     assert "held by its config's pause; resume the config" in refused["message"]
-    health.resume(make.pool, config.id, reason="done")
+    health.resume(make.pool, PLATFORM, config.id, reason="done")
     assert hold_of(api, delivery) is None
 
 
@@ -54,7 +55,7 @@ def test_an_open_circuit_holds_them_until_its_next_probe(api, make):
     open_circuit(make, config)
     _, (delivery,) = make.event()
     hold = hold_of(api, delivery)
-    probe = health.of_configs(make.pool, [config.id])[config.id].next_probe_at
+    probe = health.of_configs(make.pool, PLATFORM, [config.id])[config.id].next_probe_at
     assert hold["by"] == "CIRCUIT" and hold["until"] == probe.isoformat()
     assert hold["reason"] and "503" in hold["reason"]
     refused = api.error(REPLAY, {"id": str(delivery)}, headers={"Idempotency-Key": "k2"})
@@ -77,7 +78,7 @@ def test_the_bulk_dry_run_counts_only_what_a_replay_would_change(api, make):
     sendable = make.delivery(healthy)
     failed_of_paused = make.delivery(paused, status="failed", next_attempt_at=None,
                                      attempt_count=15)
-    health.pause(make.pool, paused.id, reason="test")
+    health.pause(make.pool, PLATFORM, paused.id, reason="test")
     preview = api.data(DRY_RUN, {"filter": {"createdAfter": HOUR_AGO}})["replayDeliveries"]
     # The held pending one would not change; the failed one of the paused config would be
     # replayed (and then wait for the resume).
@@ -95,11 +96,11 @@ def test_the_queue_age_counts_only_deliveries_that_could_be_sent_now(make):
     _, (delivery,) = make.event()
     due_now(make, delivery, minutes_ago=30)
     assert inspection.stats(make.pool).oldest_due_age_seconds >= 29 * 60
-    health.pause(make.pool, config.id, reason="test")
+    health.pause(make.pool, PLATFORM, config.id, reason="test")
     assert inspection.stats(make.pool).oldest_due_age_seconds is None
-    health.resume(make.pool, config.id, reason="done")
+    health.resume(make.pool, PLATFORM, config.id, reason="done")
     assert inspection.stats(make.pool).oldest_due_age_seconds >= 29 * 60
-    configs.deactivate(make.pool, config.id)
+    configs.deactivate(make.pool, PLATFORM, config.id)
     assert inspection.stats(make.pool).oldest_due_age_seconds is None
 
 
@@ -119,8 +120,9 @@ def test_a_delivery_gives_its_newest_attempts_oldest_first_bounded(api, make):
     _, (delivery,) = make.event()
     with make.pool.transaction() as cursor:
         cursor.execute(
-            "INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation,"
-            " endpoint, outcome, status_code, duration_ms) SELECT %s, n, 0, 'http://x',"
+            "INSERT INTO delivery_attempts (tenant_id, delivery_id, attempt_number,"
+            " replay_generation,"
+            " endpoint, outcome, status_code, duration_ms) SELECT 1, %s, n, 0, 'http://x',"
             " 'http_error', 500, n FROM generate_series(1, 12) n", (delivery,))
     query = ("query ($id: ID!, $last: Int!) { delivery(id: $id) { "
              "attempts(last: $last) { durationMs } } }")

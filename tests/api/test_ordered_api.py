@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from db import configs, deliveries, events
+from db.scope import DEFAULT_TENANT_ID, PLATFORM
 from graphql_schema import cursors
 from tests.endpoint_health import RULES, claim, result
 
@@ -28,7 +29,8 @@ mutation ($id: ID!) { skipDelivery(id: $id) { deliveryId orderingKey sequence } 
 
 
 def _publish(make, type: str, n: int, key: str) -> int:
-    event = events.new_event(f"{type}-{n}", type, {"n": n}, max_payload=1000, ordering_key=key)
+    event = events.new_event(f"{type}-{n}", type, {"n": n}, tenant_id=DEFAULT_TENANT_ID,
+                             max_payload=1000, ordering_key=key)
     (delivery_id,) = events.publish(make.pool, event).delivery_ids
     return int(delivery_id)
 
@@ -82,7 +84,8 @@ def test_blocked_keys_page_by_key(api, make):
     rest = api.data(BLOCKED, {"id": config.id, "first": 2, "after": first["endCursor"]})
     assert [e["node"]["orderingKey"] for e in rest["config"]["blockedKeys"]["edges"]] == ["k3"]
     assert api.code(BLOCKED, {"id": config.id, "after": "bm9wZQ"}) == "BAD_USER_INPUT"
-    for wrong in (cursors.encode("blockedKeys", key=5), cursors.encode("healthChanges", id=1)):
+    for wrong in (cursors.encode("blockedKeys", PLATFORM, key=5),
+                  cursors.encode("healthChanges", PLATFORM, id=1)):
         assert api.code(BLOCKED, {"id": config.id, "after": wrong}) == "BAD_USER_INPUT"
 
 
@@ -106,7 +109,7 @@ def test_a_key_held_twice_is_one_key_in_the_listing_its_pages_and_the_count(api,
     api.data(SKIP, {"id": str(earlier)})
     assert fail_what_is_due() == [later]  # the key went on, and its next failure holds it
     with make.pool.transaction() as cursor:
-        deliveries.replay(cursor, earlier)  # its key's head again: sent, and fails again
+        deliveries.replay(cursor, PLATFORM, earlier)  # its key's head again: sent, and fails again
     assert fail_what_is_due() == [earlier]
     assert make.count("SELECT count(*) FROM deliveries WHERE blocks_key AND ordering_key = "
                       "'k2'") == 2
@@ -134,6 +137,6 @@ def test_the_count_of_held_keys_leaves_out_inactive_and_deleted_configs(api, mak
         _publish(make, config.event_types[0], n, "k")
         _fail_head(make)
     assert api.data(BLOCKED, {"id": kept.id})["stats"]["blockedKeys"] == 3
-    configs.deactivate(make.pool, paused.id)
-    configs.delete(make.pool, gone.id)
+    configs.deactivate(make.pool, PLATFORM, paused.id)
+    configs.delete(make.pool, PLATFORM, gone.id)
     assert api.data(BLOCKED, {"id": kept.id})["stats"]["blockedKeys"] == 1

@@ -9,6 +9,7 @@ import pytest
 
 from db import configs, idempotency
 from db.errors import NotEligible
+from db.scope import PLATFORM
 from tests.api.conftest import metric_value
 from tests.helpers import PATIENCE, wait_until
 
@@ -81,7 +82,7 @@ def test_a_delivery_in_flight_is_not_eligible(api, make):
 def test_a_delivery_of_an_inactive_or_deleted_config_is_not_eligible(api, make, change):
     config = make.config()
     delivery_id = failed(make, config)
-    change(make.pool, config.id)
+    change(make.pool, PLATFORM, config.id)
     error = api.error(REPLAY, {"id": delivery_id}, headers={"Idempotency-Key": "k"})
     assert error["extensions"]["code"] == "NOT_ELIGIBLE"
     assert error["message"] == f"delivery {delivery_id}: its config is inactive or deleted"
@@ -143,10 +144,10 @@ def test_the_same_key_for_another_request_is_a_conflict(api, make):
 def test_a_refused_replay_does_not_use_up_its_key(api, make):
     config = make.config()
     delivery_id = failed(make, config)
-    configs.deactivate(make.pool, config.id)
+    configs.deactivate(make.pool, PLATFORM, config.id)
     assert api.code(REPLAY, {"id": delivery_id}, headers={"Idempotency-Key": "k"}) == \
         "NOT_ELIGIBLE"
-    configs.activate(make.pool, config.id)
+    configs.activate(make.pool, PLATFORM, config.id)
     assert replay(api, delivery_id, key="k")["action"] == "REPLAYED"
 
 
@@ -196,7 +197,7 @@ def test_run_once_runs_a_slow_operation_once_under_a_race(pool):
         return {"n": len(runs)}
 
     fingerprint = idempotency.fingerprint("op", {"id": 1})
-    jobs = [gevent.spawn(idempotency.run_once, pool, key="k", fingerprint=fingerprint,
+    jobs = [gevent.spawn(idempotency.run_once, pool, PLATFORM, key="k", fingerprint=fingerprint,
                          operation=operation) for _ in range(4)]
     gevent.joinall(jobs, raise_error=True)
     assert len(runs) == 1
@@ -210,7 +211,7 @@ def test_a_deactivation_racing_a_replay_leaves_nothing_pending(api, make, pool):
         delivery_id = failed(make, config)
         jobs = [gevent.spawn(api.post, REPLAY, {"id": delivery_id},
                              headers={"Idempotency-Key": f"r{delivery_id}"}),
-                gevent.spawn(configs.deactivate, pool, config.id)]
+                gevent.spawn(configs.deactivate, pool, PLATFORM, config.id)]
         gevent.joinall(jobs, raise_error=True)
         assert make.row(delivery_id)["status"] in ("failed", "cancelled")
 
@@ -231,15 +232,17 @@ def test_an_expedite_waiting_on_a_deactivation_neither_deadlocks_nor_leaves_it_p
         with pool.transaction() as cursor:
             if bulk:
                 return deliveries.replay_page(
-                    cursor, DeliveryFilter(created_after=datetime.now(UTC) - timedelta(days=1),
-                                           statuses=["pending"]),
+                    cursor, PLATFORM,
+                    DeliveryFilter(created_after=datetime.now(UTC) - timedelta(days=1),
+                                   statuses=["pending"]),
                     before=None, limit=10)
-            return deliveries.replay(cursor, delivery_id)
+            return deliveries.replay(cursor, PLATFORM, delivery_id)
 
     deactivation = connect(pool.dsn)
     try:
         with deactivation.cursor() as cursor:
-            cursor.execute(QUERIES["set_config_active"], {"id": config.id, "active": False})
+            cursor.execute(QUERIES["set_config_active"],
+                           {**PLATFORM.params(), "id": config.id, "active": False})
             job = gevent.spawn(expedite)
             wait_until(lambda: make.count(  # the replay now waits for the config row
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "

@@ -36,7 +36,7 @@ def fuzzed(server_dsn, database_factory, template_database):
     make.delivery(config)
     app = create_app(Settings.load({}, {"database_url": dsn}), pool=pool,
                      telemetry=Telemetry(role="web"))
-    app_tokens = {role: tokens.create(pool, name=role, role=role)[1]
+    app_tokens = {role: tokens.create(pool, name=role, tenant_id=None, role=role)[1]
                   for role in ("operator", "viewer")}
     server = WSGIServer(("127.0.0.1", 0), app, log=None, error_log=None)
     server.start()  # cases go over real HTTP

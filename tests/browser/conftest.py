@@ -128,12 +128,12 @@ def seed(service_pool) -> Factories:
 
 @pytest.fixture(scope="module")
 def operator_token(service_pool) -> str:
-    return tokens.create(service_pool, name="browser-operator", role="operator")[1]
+    return tokens.create(service_pool, name="browser-operator", tenant_id=None, role="operator")[1]
 
 
 @pytest.fixture(scope="module")
 def viewer_token(service_pool) -> str:
-    return tokens.create(service_pool, name="browser-viewer", role="viewer")[1]
+    return tokens.create(service_pool, name="browser-viewer", tenant_id=None, role="viewer")[1]
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import requests
 
 from db import configs, events
+from db.scope import DEFAULT_TENANT_ID, PLATFORM
 from tests.browser.conftest import UNCLAIMED, open_page, shoot, sign_in
 from tests.helpers import wait_until
 from tests.receivers import Receiver, Reply
@@ -26,7 +27,8 @@ def test_configs_are_created_with_the_secret_shown_once_and_deactivated_with_a_c
     secret = page.locator(".secret-value")
     assert secret.inner_text().startswith("whsec_")
     config_id = page.url.rsplit("/", 1)[1]
-    assert configs.get(seed.pool, config_id).event_types == ["invoice.paid", "invoice.voided"]
+    assert configs.get(seed.pool, PLATFORM, config_id).event_types == ["invoice.paid",
+                                                                       "invoice.voided"]
     shoot(page, "config-created")
 
     for _ in range(2):
@@ -42,7 +44,7 @@ def test_configs_are_created_with_the_secret_shown_once_and_deactivated_with_a_c
     assert "cancels its 2 pending deliveries" in dialog.inner_text()
     dialog.locator("button:has-text('Deactivate')").click()
     page.wait_for_selector("text=Deactivated; 2 pending deliveries cancelled.")
-    assert configs.get(seed.pool, config_id).active is False
+    assert configs.get(seed.pool, PLATFORM, config_id).active is False
     assert page.locator(".secret-value").count() == 0  # shown once, not after a reload
     assert console.errors == []
 
@@ -93,7 +95,7 @@ def test_an_operator_edits_rotates_resets_and_deletes_a_config_from_the_keyboard
     page.fill("#config-types", "edit.me, edit.again")
     page.click("text=Save changes")
     page.wait_for_selector("main h1:has-text('edited')")
-    changed = configs.get(seed.pool, config.id)
+    changed = configs.get(seed.pool, PLATFORM, config.id)
     assert (changed.name, changed.endpoint, changed.event_types) == (
         "edited", "http://127.0.0.1:9/new", ["edit.me", "edit.again"])
 
@@ -103,7 +105,7 @@ def test_an_operator_edits_rotates_resets_and_deletes_a_config_from_the_keyboard
     secret = page.locator(".secret-value")
     secret.wait_for()
     assert secret.inner_text().startswith("whsec_") and secret.inner_text() != first_secret
-    assert len(configs.get(seed.pool, config.id).previous_secrets_expire_at) == 1
+    assert len(configs.get(seed.pool, PLATFORM, config.id).previous_secrets_expire_at) == 1
 
     with seed.pool.transaction() as cursor:  # the endpoint failed enough to open the circuit
         cursor.execute("UPDATE config_health SET circuit = 'open', opened_at = now(), "
@@ -119,11 +121,11 @@ def test_an_operator_edits_rotates_resets_and_deletes_a_config_from_the_keyboard
     page.click("button:has-text('Delete')")
     assert "its deliveries stay inspectable" in page.locator("dialog").inner_text()
     page.keyboard.press("Escape")  # a confirmation is cancelled from the keyboard too
-    assert configs.get(seed.pool, config.id) is not None
+    assert configs.get(seed.pool, PLATFORM, config.id) is not None
     page.click("button:has-text('Delete')")
     page.locator("dialog >> button:has-text('Delete')").click()
     page.wait_for_selector("text=Deleted; 0 pending deliveries cancelled.")
-    assert configs.get(seed.pool, config.id) is None
+    assert configs.get(seed.pool, PLATFORM, config.id) is None
     assert console.errors == []
 
 
@@ -159,6 +161,7 @@ def test_an_ordered_configs_held_key_is_shown_and_replayed_from_its_page(
 
 
 def _keyed_event(seed, type: str, n: int, key: str) -> int:
-    event = events.new_event(f"{type}-{n}", type, {"n": n}, max_payload=1000, ordering_key=key)
+    event = events.new_event(f"{type}-{n}", type, {"n": n}, tenant_id=DEFAULT_TENANT_ID,
+                             max_payload=1000, ordering_key=key)
     (delivery_id,) = events.publish(seed.pool, event).delivery_ids
     return int(delivery_id)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from db import health
+from db.scope import PLATFORM
 from tests.browser.conftest import WAIT_MS, open_page, redrawn, shoot, sign_in
 from tests.helpers import wait_until
 from tests.receivers import Receiver, Reply
@@ -162,7 +163,7 @@ def test_deliveries_are_filtered_by_event_type_and_creation_window_and_sorted_by
         browser, service_url, seed, operator_token):
     config = seed.config(endpoint="http://127.0.0.1:9/sorted",
                          event_types=["sort.placed", "sort.shipped"], name="sorted")
-    health.pause(seed.pool, config.id, reason="the worker must leave these pending")
+    health.pause(seed.pool, PLATFORM, config.id, reason="the worker must leave these pending")
     now = datetime.now(UTC)
     placed = [seed.delivery(config) for _ in range(3)]  # oldest first
     shipped = [seed.event(type="sort.shipped")[1][0] for _ in range(2)]

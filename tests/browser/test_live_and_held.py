@@ -9,6 +9,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from db import health
+from db.scope import PLATFORM
 from tests.browser.conftest import UNCLAIMED, WAIT_MS, open_page, shoot, sign_in
 
 
@@ -25,7 +26,7 @@ def test_a_page_refreshes_on_its_own_until_paused_and_a_held_delivery_says_why(
     (delivery,) = seed.event(type="live.one")[1]
     seed.set(delivery, status="pending", next_attempt_at=datetime.now(UTC) + timedelta(hours=1),
              **UNCLAIMED)
-    health.pause(seed.pool, config.id, reason="receiver migrating")
+    health.pause(seed.pool, PLATFORM, config.id, reason="receiver migrating")
     page, console = open_page(browser)
     page.clock.install()
     sign_in(page, service_url, operator_token)
@@ -37,7 +38,7 @@ def test_a_page_refreshes_on_its_own_until_paused_and_a_held_delivery_says_why(
     shoot(page, "delivery-held")
 
     seen = graphql_requests(page)
-    health.resume(seed.pool, config.id, reason="migrated")
+    health.resume(seed.pool, PLATFORM, config.id, reason="migrated")
     page.clock.fast_forward(11_000)  # one refresh period and a second
     page.wait_for_selector("#held", state="detached")
     page.wait_for_selector("button:has-text('Expedite')")
@@ -47,7 +48,7 @@ def test_a_page_refreshes_on_its_own_until_paused_and_a_held_delivery_says_why(
     assert page.inner_text("#live-toggle") == "Start auto-refresh"
     assert page.inner_text("#live-age").endswith("· paused")
     paused_at = len(seen)
-    health.pause(seed.pool, config.id, reason="again")
+    health.pause(seed.pool, PLATFORM, config.id, reason="again")
     page.clock.fast_forward(60_000)  # six periods: nothing is read while paused
     assert len(seen) == paused_at
     assert page.locator("#held").count() == 0
@@ -65,7 +66,7 @@ def test_the_config_page_shows_its_window_failures_and_timeline_in_a_named_zone(
     (delivery,) = seed.event(type="tl.one")[1]
     seed.set(delivery, status="failed", next_attempt_at=None, last_status_code=500,
              last_error="HTTP 500: upstream down", **UNCLAIMED)
-    health.pause(seed.pool, config.id, reason="on call: receiver down", actor="alice")
+    health.pause(seed.pool, PLATFORM, config.id, reason="on call: receiver down", actor="alice")
     page, console = open_page(browser)
     sign_in(page, service_url, operator_token)
     page.goto(f"{service_url}/#/configs/{config.id}?window=15m")

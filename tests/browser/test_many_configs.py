@@ -18,8 +18,8 @@ def many_configs(service_pool) -> int:
     """A platform's tenants: MANY configs, none subscribed to what the tests publish."""
     with service_pool.transaction() as cursor:
         cursor.execute(
-            "INSERT INTO configs (id, name, endpoint, secret, event_types) "
-            "SELECT 'tenant-' || g, 'tenant ' || g, 'https://t' || g || '.example.com/hooks', "
+            "INSERT INTO configs (tenant_id, id, name, endpoint, secret, event_types) "
+            "SELECT 1, 'tenant-' || g, 'tenant ' || g, 'https://t' || g || '.example.com/hooks', "
             "'whsec_QUJDREVGR0hJSktMTU5PUFFSU1RVVldY', ARRAY['tenant.only'] "
             "FROM generate_series(1, %s) g", (MANY,))
     with service_pool.connection() as connection:

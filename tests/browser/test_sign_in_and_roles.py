@@ -46,7 +46,7 @@ def test_a_viewer_sees_everything_and_can_change_nothing(browser, service_url, s
 
 def test_a_revoked_token_signs_the_browser_out_with_a_message(browser, service_url,
                                                               service_pool):
-    _, token = tokens.create(service_pool, name="short-lived", role="operator")
+    _, token = tokens.create(service_pool, name="short-lived", tenant_id=None, role="operator")
     page, console = open_page(browser)
     page.goto(f"{service_url}/")
     page.fill("#token", "whk_not-a-real-token")
@@ -65,7 +65,8 @@ def test_a_revoked_token_signs_the_browser_out_with_a_message(browser, service_u
 
 def test_an_expired_token_signs_the_browser_out_with_a_message(browser, service_url,
                                                                service_pool):
-    _, token = tokens.create(service_pool, name="expiring", role="operator", expires_in=3600)
+    _, token = tokens.create(service_pool, name="expiring", tenant_id=None, role="operator",
+                             expires_in=3600)
     page, console = open_page(browser)
     sign_in(page, service_url, token)
     with service_pool.transaction() as cursor:  # the hour goes by
@@ -82,7 +83,8 @@ def test_the_reason_of_a_sign_out_stays_when_the_page_moves_on(browser, service_
                                                                 service_pool):
     """A request refused for an expired token signs the tab out; a navigation that follows
     at once (a click, a refresh already on its way) shows the same reason, not a bare form."""
-    _, token = tokens.create(service_pool, name="expiring-2", role="operator", expires_in=3600)
+    _, token = tokens.create(service_pool, name="expiring-2", tenant_id=None, role="operator",
+                             expires_in=3600)
     page, console = open_page(browser)
     sign_in(page, service_url, token)
     with service_pool.transaction() as cursor:

@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from db import health
+from db.scope import PLATFORM
 from service.local.ports import reserve_port
 from service.runtime.telemetry import Telemetry
 from service.web.app import create_app
@@ -54,7 +55,7 @@ def exported(make, start_worker, settings, pool) -> str:
     """The /metrics text of a real worker and of the web app, one after the other."""
     paused = make.config()
     make.event()
-    health.pause(make.pool, paused.id, reason="held, for the held gauge")
+    health.pause(make.pool, PLATFORM, paused.id, reason="held, for the held gauge")
     port = reserve_port()
     running = start_worker(metrics_port=port, queue_metrics_period=0.1)
     # A worker without a broker never measures a Kafka partition: give its gauges a value,

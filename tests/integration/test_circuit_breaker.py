@@ -10,6 +10,7 @@ import pytest
 
 from db import deliveries, health
 from db.health import HealthRules
+from db.scope import PLATFORM
 from tests.endpoint_health import RULES, claim, events_for, open_circuit, result, row
 
 
@@ -115,7 +116,7 @@ def test_reset_circuit_closes_an_open_circuit(make):
     config = make.config()
     events_for(make, config, 5)
     open_circuit(make, config)
-    assert health.reset_circuit(make.pool, config.id, reason="fixed")
-    assert not health.reset_circuit(make.pool, config.id, reason="again")
+    assert health.reset_circuit(make.pool, PLATFORM, config.id, reason="fixed")
+    assert not health.reset_circuit(make.pool, PLATFORM, config.id, reason="again")
     assert row(make, config.id)["state"] == "healthy"
     assert claim(make)

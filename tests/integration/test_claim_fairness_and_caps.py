@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from db import deliveries, health
 from db.health import HealthRules
+from db.scope import PLATFORM
 from tests.endpoint_health import RULES, claim, events_for, result, row, stage
 
 
@@ -29,13 +30,13 @@ def test_a_paused_backlog_of_100_000_ahead_in_due_order_does_not_hide_another_co
     held, other = make.config(event_types=["held"]), make.config(event_types=["other"])
     with make.pool.transaction() as cursor:
         cursor.execute(
-            "INSERT INTO events (id, type, payload, occurred_at, source) "
-            "SELECT 'bulk-' || n, 'held', '{}', now(), 'api' FROM generate_series(1, 100000) n")
+            "INSERT INTO events (tenant_id, id, type, payload, occurred_at, source) "
+            "SELECT 1, 'bulk-' || n, 'held', '{}', now(), 'api' FROM generate_series(1, 100000) n")
         cursor.execute(
-            "INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at) "
-            "SELECT 'bulk-' || n, %s, 'held', now() - interval '1 hour' "
+            "INSERT INTO deliveries (tenant_id, event_id, config_id, event_type, next_attempt_at) "
+            "SELECT 1, 'bulk-' || n, %s, 'held', now() - interval '1 hour' "
             "FROM generate_series(1, 100000) n", (held.id,))
-    health.pause(make.pool, held.id, reason="p")
+    health.pause(make.pool, PLATFORM, held.id, reason="p")
     (waiting,) = events_for(make, other, 1)
     assert [c.id for c in claim(make)] == [waiting]
 

@@ -15,6 +15,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from db import configs, health
+from db.scope import PLATFORM
 from service.worker import Worker
 from tests.helpers import PATIENCE, wait_until
 from tests.receivers import Reply
@@ -34,14 +35,15 @@ def _open_circuit(make, config_id: str) -> None:
 
 
 CHANGES = {
-    "paused": lambda make, config, new_url: health.pause(make.pool, config.id, reason="ops"),
+    "paused": lambda make, config, new_url: health.pause(make.pool, PLATFORM, config.id,
+                                                         reason="ops"),
     "circuit opened": lambda make, config, new_url: _open_circuit(make, config.id),
-    "deactivated": lambda make, config, new_url: configs.deactivate(make.pool, config.id),
-    "deleted": lambda make, config, new_url: configs.delete(make.pool, config.id),
-    "new endpoint": lambda make, config, new_url: configs.update(make.pool, config.id,
+    "deactivated": lambda make, config, new_url: configs.deactivate(make.pool, PLATFORM, config.id),
+    "deleted": lambda make, config, new_url: configs.delete(make.pool, PLATFORM, config.id),
+    "new endpoint": lambda make, config, new_url: configs.update(make.pool, PLATFORM, config.id,
                                                                  endpoint=new_url),
     "secret revoked": lambda make, config, new_url: configs.rotate_secret(
-        make.pool, config.id, grace_seconds=0),
+        make.pool, PLATFORM, config.id, grace_seconds=0),
 }
 
 

@@ -4,6 +4,7 @@ import gevent
 from standardwebhooks.webhooks import Webhook
 
 from db import configs
+from db.scope import PLATFORM
 from tests.helpers import PATIENCE, wait_until
 from tests.receivers import Reply
 
@@ -13,10 +14,10 @@ HOUR = 3600.0
 def test_deactivation_cancels_pending_and_reactivation_does_not_resurrect(make):
     config = make.config()
     ids = [make.event()[1][0] for _ in range(3)]
-    change = configs.deactivate(make.pool, config.id)
+    change = configs.deactivate(make.pool, PLATFORM, config.id)
     assert change.cancelled == 3
     assert {make.row(i)["status"] for i in ids} == {"cancelled"}
-    configs.activate(make.pool, config.id)
+    configs.activate(make.pool, PLATFORM, config.id)
     assert {make.row(i)["status"] for i in ids} == {"cancelled"}
     _, new = make.event()
     assert make.row(new[0])["status"] == "pending"
@@ -24,8 +25,9 @@ def test_deactivation_cancels_pending_and_reactivation_does_not_resurrect(make):
 
 def test_deactivating_an_inactive_config_changes_nothing_and_says_so(make):
     config = make.config()
-    assert configs.deactivate(make.pool, config.id, reason="endpoint answered 410 Gone").changed
-    again = configs.deactivate(make.pool, config.id)
+    assert configs.deactivate(make.pool, PLATFORM, config.id,
+                              reason="endpoint answered 410 Gone").changed
+    again = configs.deactivate(make.pool, PLATFORM, config.id)
     assert (again.changed, again.cancelled, again.config.active) == (False, 0, False)
     assert make.count("SELECT count(*) FROM config_health WHERE reason = %s",
                       ("endpoint answered 410 Gone",)) == 1
@@ -34,8 +36,8 @@ def test_deactivating_an_inactive_config_changes_nothing_and_says_so(make):
 def test_deletion_cancels_pending_and_keeps_history(make):
     config = make.config()
     _, (delivery_id,) = make.event()
-    assert configs.delete(make.pool, config.id).cancelled == 1
-    assert configs.get(make.pool, config.id) is None
+    assert configs.delete(make.pool, PLATFORM, config.id).cancelled == 1
+    assert configs.get(make.pool, PLATFORM, config.id) is None
     assert make.row(delivery_id)["status"] == "cancelled"
     _, none = make.event()
     assert none == []
@@ -57,7 +59,7 @@ def test_inflight_failure_of_a_deactivated_config_becomes_cancelled(
     start_worker(min_backoff=HOUR)
     arrived.wait(PATIENCE)
     assert make.row(delivery_id)["status"] == "delivering"
-    assert configs.deactivate(make.pool, config.id).cancelled == 0
+    assert configs.deactivate(make.pool, PLATFORM, config.id).cancelled == 0
     release.set()
     row = wait_until(lambda: (r := make.row(delivery_id))["status"] != "delivering" and r)
     assert row["status"] == "cancelled"
@@ -80,7 +82,7 @@ def test_inflight_success_of_a_deactivated_config_stays_succeeded(
     _, (delivery_id,) = make.event()
     start_worker()
     arrived.wait(PATIENCE)
-    configs.deactivate(make.pool, config.id)
+    configs.deactivate(make.pool, PLATFORM, config.id)
     release.set()
     wait_until(lambda: make.row(delivery_id)["status"] == "succeeded")
 
@@ -92,8 +94,8 @@ def test_attempts_use_the_current_endpoint_and_secret(make, receiver_factory, st
     _, (delivery_id,) = make.event()
     start_worker(min_backoff=0.3, max_backoff=0.3)
     old.wait_for(1)
-    configs.update(make.pool, config.id, endpoint=new.url)
-    _, secret = configs.rotate_secret(make.pool, config.id, grace_seconds=0)
+    configs.update(make.pool, PLATFORM, config.id, endpoint=new.url)
+    _, secret = configs.rotate_secret(make.pool, PLATFORM, config.id, grace_seconds=0)
     (request,) = new.wait_for(1)
     Webhook(secret).verify(request.body, request.headers)
     assert request.headers["webhook-attempt"] == "2"
@@ -104,8 +106,8 @@ def test_rotation_grace_signs_with_every_unexpired_secret(make, receiver_factory
     receiver = receiver_factory()
     config = make.config(endpoint=receiver.url)
     first = make.secrets[config.id]
-    _, second = configs.rotate_secret(make.pool, config.id, grace_seconds=3600)
-    _, third = configs.rotate_secret(make.pool, config.id, grace_seconds=3600)
+    _, second = configs.rotate_secret(make.pool, PLATFORM, config.id, grace_seconds=3600)
+    _, third = configs.rotate_secret(make.pool, PLATFORM, config.id, grace_seconds=3600)
     make.event()
     start_worker()
     (request,) = receiver.wait_for(1)

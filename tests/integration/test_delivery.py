@@ -9,6 +9,7 @@ from standardwebhooks.webhooks import Webhook
 
 from db import events
 from db.errors import InvalidInput
+from db.scope import DEFAULT_TENANT_ID
 from tests.helpers import wait_until
 
 
@@ -76,7 +77,8 @@ def test_payload_is_stored_once_per_event(make):
 
 def test_batch_ingest_counts_and_ignores_repeats(pool, make):
     make.config(event_types=["t"])
-    batch = [events.new_event(f"e{n}", "t", {"n": n}, max_payload=1000) for n in range(5)]
+    batch = [events.new_event(f"e{n}", "t", {"n": n}, tenant_id=DEFAULT_TENANT_ID,
+                              max_payload=1000) for n in range(5)]
     with pool.transaction() as cursor:
         counts = events.ingest(cursor, batch + batch[:2], source="kafka")
     assert (counts.events_created, counts.deliveries_created) == (5, 5)
@@ -87,9 +89,11 @@ def test_batch_ingest_counts_and_ignores_repeats(pool, make):
 
 def test_an_id_repeated_within_one_batch_keeps_its_first_occurrence(pool, make):
     make.config(event_types=["t", "u"])
-    batch = [events.new_event("same", "t", {"n": 0}, max_payload=1000)]
-    batch += [events.new_event(f"other-{n}", "t", {"n": n}, max_payload=1000) for n in range(50)]
-    batch += [events.new_event("same", "u", {"n": 1}, max_payload=1000)]
+    batch = [events.new_event("same", "t", {"n": 0}, tenant_id=DEFAULT_TENANT_ID, max_payload=1000)]
+    batch += [events.new_event(f"other-{n}", "t", {"n": n}, tenant_id=DEFAULT_TENANT_ID,
+                               max_payload=1000) for n in range(50)]
+    batch += [events.new_event("same", "u", {"n": 1}, tenant_id=DEFAULT_TENANT_ID,
+                               max_payload=1000)]
     for ordered in (batch, batch[::-1]):
         with pool.transaction() as cursor:
             cursor.execute("TRUNCATE events, deliveries, delivery_attempts")
@@ -115,7 +119,8 @@ def test_an_id_repeated_within_one_batch_keeps_its_first_occurrence(pool, make):
 def test_bad_events_are_refused_with_a_clear_error(fields, message):
     args = {"id": "e", "type": "t", "payload": {}, **fields}
     with pytest.raises(InvalidInput, match=message):
-        events.new_event(args["id"], args["type"], args["payload"], max_payload=1000)
+        events.new_event(args["id"], args["type"], args["payload"], tenant_id=DEFAULT_TENANT_ID,
+                         max_payload=1000)
 
 
 def test_idle_dispatcher_wakes_on_notify(make, receiver, start_worker):

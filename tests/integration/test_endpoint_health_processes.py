@@ -11,6 +11,7 @@ import gevent
 
 from db import deliveries, health
 from db.health import HealthRules
+from db.scope import PLATFORM
 from tests.endpoint_health import events_for, open_circuit, row, stage
 from tests.helpers import PATIENCE
 
@@ -22,7 +23,9 @@ RACER = """
 import json, sys
 from db import deliveries
 from db.health import HealthRules
+from db.scope import PLATFORM
 from db.pool import ConnectionPool
+from db.scope import PLATFORM
 dsn, rounds, cap, ramp = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[5])
 pool = ConnectionPool(dsn, size=1)
 pool.execute("ping")
@@ -98,8 +101,8 @@ def test_the_ramp_after_a_resume_holds_across_worker_processes(make, database_ur
     fleet-wide: the cap grows from 1 over the ramp, whatever the number of workers."""
     config = make.config()
     events_for(make, config, 40)
-    health.pause(make.pool, config.id, reason="test")
-    health.resume(make.pool, config.id, reason="test")
+    health.pause(make.pool, PLATFORM, config.id, reason="test")
+    health.resume(make.pool, PLATFORM, config.id, reason="test")
     claims = [claim for claimed in race(database_url, rounds=4, cap=7, ramp=3600.0)
               for claim in claimed]
     assert len(claims) == 1  # the first of the ramp's hour: one attempt in flight

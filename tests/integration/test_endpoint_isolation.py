@@ -12,6 +12,7 @@ from typing import Any
 import gevent.event
 
 from db import configs, health
+from db.scope import PLATFORM
 from service.commands.local_api import LocalApi
 from service.dispatch.send_queue import HOLD
 from tests.endpoint_health import row
@@ -95,7 +96,7 @@ def test_pause_and_resume_with_attempts_in_flight_lose_nothing_and_keep_order(
     start_worker(endpoint_ramp=3600.0)  # after the resume: one at a time, in order
     ids = [make.event(type="paused")[1][0] for _ in range(6)]
     in_flight = receiver.wait_for(2)
-    assert health.pause(make.pool, config.id, reason="test")
+    assert health.pause(make.pool, PLATFORM, config.id, reason="test")
     release.set()
     wait_until(lambda: _delivered(make, *ids[:2]))
     _, (signal,) = make.event(type="beacon")
@@ -103,7 +104,7 @@ def test_pause_and_resume_with_attempts_in_flight_lose_nothing_and_keep_order(
     assert [make.row(id)["status"] for id in ids[2:]] == ["pending"] * 4
     assert [make.row(id)["attempt_count"] for id in ids[2:]] == [0] * 4
     assert len(receiver.requests) == 2
-    assert health.resume(make.pool, config.id, reason="test")
+    assert health.resume(make.pool, PLATFORM, config.id, reason="test")
     wait_until(lambda: _delivered(make, *ids))
     event_ids = [make.row(id)["event_id"] for id in ids]
     assert sorted(_event_id(r) for r in in_flight) == sorted(event_ids[:2])
@@ -171,7 +172,7 @@ def test_a_pause_hands_back_what_a_worker_queued_and_sends_none_of_it(
     held = _queued_behind_two_hung_sends(make, receiver_factory, start_worker, 200)
     receiver, release, config, ids, queued = (held.receiver, held.release, held.config,
                                               held.ids, held.queued)
-    assert health.pause(make.pool, config.id, reason="test")
+    assert health.pause(make.pool, PLATFORM, config.id, reason="test")
     wait_until(lambda: _delivering(make, config.id) == 2)  # the queued went back
     assert {make.row(id)["status"] for id in queued} == {"pending"}
     release.set()
@@ -180,7 +181,7 @@ def test_a_pause_hands_back_what_a_worker_queued_and_sends_none_of_it(
     assert sorted(make.row(id)["status"] for id in ids) == ["pending"] * 6 + ["succeeded"] * 2
     assert sum(make.row(id)["attempt_count"] for id in ids) == 2
     assert row(make, config.id)["in_flight"] == 0
-    assert health.resume(make.pool, config.id, reason="test")
+    assert health.resume(make.pool, PLATFORM, config.id, reason="test")
     wait_until(lambda: _delivered(make, *ids))
     # Nothing lost, nothing sent twice, and in due order: the handed-back ones kept their place.
     sent = [_event_id(r) for r in receiver.requests]
@@ -233,7 +234,7 @@ def test_an_endpoint_answering_410_gone_deactivates_its_config(make, receiver_fa
     config = make.config(receiver.url, max_in_flight=1)
     worker = start_worker()
     ids = [make.event()[1][0] for _ in range(3)]
-    wait_until(lambda: not configs.get(make.pool, config.id).active)
+    wait_until(lambda: not configs.get(make.pool, PLATFORM, config.id).active)
     assert row(make, config.id)["reason"] == "endpoint answered 410 Gone"
     wait_until(lambda: {make.row(id)["status"] for id in ids} <= {"failed", "cancelled"})
     assert make.row(ids[0])["status"] == "failed"
@@ -285,11 +286,11 @@ def test_a_send_waiting_for_its_rate_is_handed_back_when_its_config_is_paused(
     config = make.config(event_types=["limited"], rate_per_second=rate)
 
     def respond(request):
-        health.pause(make.pool, config.id, reason="paused while the next one waits")
+        health.pause(make.pool, PLATFORM, config.id, reason="paused while the next one waits")
         return Reply()
 
     limited = receiver_factory(respond)
-    configs.update(make.pool, config.id, endpoint=limited.url)
+    configs.update(make.pool, PLATFORM, config.id, endpoint=limited.url)
     make.config(hung.url, event_types=["hung"])
     start_worker(dispatch_concurrency=2, endpoint_concurrency=2)
     make.event(type="hung")

@@ -9,6 +9,7 @@ import pytest
 
 from db import configs, deliveries, health
 from db.errors import InvalidData
+from db.scope import PLATFORM
 from db.vocabulary import HealthChangeKind, Verdict
 from tests.endpoint_health import RULES, claim, events_for, result, row
 
@@ -29,11 +30,11 @@ def test_the_answer_and_the_deactivation_land_together(make):
         deactivate={config.id}, gone=(), reason=GONE)
     assert deactivated == {config.id: 2}  # the two never claimed
     assert {m.id: m.status for m in moved} == {first.id: "failed", second.id: "cancelled"}
-    assert not configs.get(make.pool, config.id).active
+    assert not configs.get(make.pool, PLATFORM, config.id).active
     assert [make.row(id)["status"] for id in ids[2:]] == ["cancelled", "cancelled"]
     assert row(make, config.id)["reason"] == GONE
     assert row(make, config.id)["in_flight"] == 0
-    (change, *_) = health.changes(make.pool, config.id, limit=10)
+    (change, *_) = health.changes(make.pool, PLATFORM, config.id, limit=10)
     assert (change.change, change.actor, change.reason) == (
         HealthChangeKind.DEACTIVATED, None, GONE)
 
@@ -46,9 +47,9 @@ def test_an_answer_the_database_refuses_deactivates_nothing(make):
         deliveries.record_and_deactivate(
             make.pool, [replace(gone(claimed), response_excerpt="gone\x00")], RULES,
             configs_touched={config.id}, deactivate={config.id}, gone=(), reason=GONE)
-    assert configs.get(make.pool, config.id).active
+    assert configs.get(make.pool, PLATFORM, config.id).active
     assert [make.row(id)["status"] for id in ids] == ["delivering", "pending"]
-    assert health.changes(make.pool, config.id, limit=10) == []
+    assert health.changes(make.pool, PLATFORM, config.id, limit=10) == []
 
 
 def test_a_config_already_off_or_deleted_is_not_deactivated_again(make):
@@ -56,8 +57,8 @@ def test_a_config_already_off_or_deleted_is_not_deactivated_again(make):
     events_for(make, off, 1)
     events_for(make, deleted, 1)
     claimed = claim(make, limit=2)
-    configs.deactivate(make.pool, off.id)
-    configs.delete(make.pool, deleted.id)
+    configs.deactivate(make.pool, PLATFORM, off.id)
+    configs.delete(make.pool, PLATFORM, deleted.id)
     moved, _, deactivated = deliveries.record_and_deactivate(
         make.pool, [gone(c) for c in claimed], RULES, configs_touched={off.id, deleted.id},
         deactivate={off.id, deleted.id}, gone=(), reason=GONE)

@@ -10,6 +10,7 @@ import gevent
 
 from db import configs, deliveries, events
 from db.deliveries import Claimed
+from db.scope import DEFAULT_TENANT_ID, PLATFORM
 from service.dispatch.recovery import recover_stale_claims
 from service.runtime.telemetry import Telemetry
 from tests.endpoint_health import RULES, claim, events_for, result, row, stage
@@ -44,7 +45,7 @@ def test_a_deactivated_config_s_in_flight_result_is_cancelled_and_frees_its_slot
     config = make.config()
     events_for(make, config, 2)
     first, _ = claim(make)
-    configs.deactivate(make.pool, config.id)
+    configs.deactivate(make.pool, PLATFORM, config.id)
     (moved,), _ = deliveries.record_and_settle(make.pool, [result(first, 503)], RULES)
     assert moved.status == "cancelled"
     assert row(make, config.id)["in_flight"] == 1
@@ -55,7 +56,7 @@ def test_a_deleted_config_s_in_flight_result_is_cancelled_and_frees_its_slot(mak
     config = make.config()
     events_for(make, config, 1)
     (claimed,) = claim(make)
-    configs.delete(make.pool, config.id)
+    configs.delete(make.pool, PLATFORM, config.id)
     (moved,), _ = deliveries.record_and_settle(make.pool, [result(claimed, 503)], RULES)
     assert moved.status == "cancelled"
     assert row(make, config.id)["in_flight"] == 0
@@ -82,7 +83,7 @@ def claim_while_a_delivery_commits(make, config) -> list[Claimed]:
     with make.pool.transaction() as cursor:
         cursor.execute(HOLD_CLAIMS)
     event = events.new_event("committed-during-the-claim", config.event_types[0], {},
-                             max_payload=1024)
+                             tenant_id=DEFAULT_TENANT_ID, max_payload=1024)
     with make.pool.connection() as holder, make.pool.connection() as ingesting:
         with holder.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_lock(4242)")

@@ -7,6 +7,7 @@ import sys
 
 from db import configs
 from db.pool import ConnectionPool
+from db.scope import DEFAULT_TENANT_ID
 from service.local.kafka import LocalKafka
 from service.local.ports import reserve_port
 from tests.helpers import PATIENCE
@@ -39,7 +40,7 @@ def test_dev_kafka_prints_the_broker_and_ingests_what_is_produced(
         bootstrap, topic_word, topic_name = banner["Kafka"]
         assert topic_word == "topic"
         pool = ConnectionPool(banner["PostgreSQL"][0], size=1)
-        configs.create(pool, endpoint=receiver.url, event_types=["hello"])
+        configs.create(pool, DEFAULT_TENANT_ID, endpoint=receiver.url, event_types=["hello"])
         pool.close()
 
         topic = Topic(LocalKafka(port=int(bootstrap.rsplit(":", 1)[1])), topic_name)

@@ -108,7 +108,8 @@ def test_values_the_database_refuses_are_quarantined_alone(make, receiver, topic
     def parse_with_a_broken_payload(value, **position):
         event = parse(value, **position)
         if event.id.startswith("broken"):  # passes every check here, yet PostgreSQL refuses it
-            return NewEvent(event.id, event.type, '{"no": json}', event.occurred_at)
+            return NewEvent(event.id, event.type, '{"no": json}', event.tenant_id,
+                            event.occurred_at)
         return event
 
     monkeypatch.setattr(batches, "parse", parse_with_a_broken_payload)

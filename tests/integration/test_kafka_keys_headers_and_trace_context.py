@@ -10,6 +10,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from db import deliveries
+from db.scope import DEFAULT_TENANT_ID, PLATFORM
 from tests.helpers import wait_until
 from tests.kafka import LIBRARIES, consumer_settings
 from tests.kafka_events import stored_events
@@ -69,7 +70,7 @@ def test_trace_context_continues_into_every_attempt(library, make, producers, to
     wait_until(lambda: make.count("SELECT count(*) FROM deliveries WHERE status = 'failed'"))
     (delivery_id,) = _delivery_ids(make)
     with make.pool.transaction() as cursor:
-        deliveries.replay(cursor, delivery_id)
+        deliveries.replay(cursor, PLATFORM, delivery_id)
     wait_until(lambda: make.row(delivery_id)["status"] == "succeeded")
     worker.stop()  # flushes the spans
 
@@ -96,7 +97,8 @@ def test_trace_context_continues_into_every_attempt(library, make, producers, to
 
 
 def _delivery_ids(make) -> list[int]:
-    return [row[0] for row in make.pool.execute("deliveries_of_event", {"event_id": "traced"})]
+    return [row[0] for row in make.pool.execute(
+        "deliveries_of_event", {"tenant_id": DEFAULT_TENANT_ID, "event_id": "traced"})]
 
 
 def _exported_spans(collector) -> list:

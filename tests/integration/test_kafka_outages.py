@@ -7,6 +7,7 @@ import gevent
 
 from db import configs
 from db.pool import ConnectionPool
+from db.scope import DEFAULT_TENANT_ID
 from service.local.kafka import LocalKafka
 from service.local.ports import reserve_port
 from service.runtime.settings import Settings
@@ -42,7 +43,7 @@ def test_a_database_outage_commits_nothing_and_loses_nothing(own_postgres, topic
                                                               caplog):
     caplog.set_level(logging.WARNING, logger="webhooks.consumer")
     with contextlib.closing(ConnectionPool(own_postgres.dsn, size=1)) as pool:
-        configs.create(pool, endpoint=receiver.url, event_types=["t"])
+        configs.create(pool, DEFAULT_TENANT_ID, endpoint=receiver.url, event_types=["t"])
     kafka = consumer_settings(topic)
     # A claim whose commit the kill cut off may have committed unknown to the worker: the
     # stale-claim recovery returns it, so the test shortens the claim timeout to see it do so.

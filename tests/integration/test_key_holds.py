@@ -8,6 +8,7 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from db import configs, deliveries, events, retention
+from db.scope import DEFAULT_TENANT_ID, PLATFORM
 from db.vocabulary import Ordering
 from tests.endpoint_health import RULES, claim, result
 
@@ -15,7 +16,8 @@ DAY = 86400.0
 
 
 def publish(make, n: int, key: str = "k") -> int:
-    event = events.new_event(f"ledger-{n}", "ledger", {"n": n}, max_payload=1000,
+    event = events.new_event(f"ledger-{n}", "ledger", {"n": n}, tenant_id=DEFAULT_TENANT_ID,
+                             max_payload=1000,
                              ordering_key=key)
     (delivery_id,) = events.publish(make.pool, event).delivery_ids
     return int(delivery_id)
@@ -46,7 +48,7 @@ def test_turning_blocking_on_makes_no_earlier_failure_hold_its_key(make):
     first, second = publish(make, 1), publish(make, 2)
     answer(make, first, 400)  # fails; the key goes on
     answer(make, second, 200)
-    configs.update(make.pool, config.id, block_on_failure=True)
+    configs.update(make.pool, PLATFORM, config.id, block_on_failure=True)
     assert not make.row(first)["blocks_key"]
     third = publish(make, 3)
     assert not waits(make, third)
@@ -58,10 +60,10 @@ def test_ordered_then_unordered_then_ordered_again_revives_no_failure(make):
     first, second = publish(make, 1), publish(make, 2)
     answer(make, first, 400)
     assert make.row(first)["blocks_key"] and waits(make, second)
-    configs.update(make.pool, config.id, ordering=Ordering.UNORDERED)
+    configs.update(make.pool, PLATFORM, config.id, ordering=Ordering.UNORDERED)
     assert not make.row(first)["blocks_key"]  # unordered: nothing holds a key
     answer(make, second, 200)
-    configs.update(make.pool, config.id, ordering=Ordering.PER_KEY)
+    configs.update(make.pool, PLATFORM, config.id, ordering=Ordering.PER_KEY)
     assert not make.row(first)["blocks_key"]
     third = publish(make, 3)
     assert not waits(make, third)
@@ -91,8 +93,8 @@ def test_retention_keeps_a_failure_that_holds_its_key_while_its_config_exists(ma
     assert make.row(first)["blocks_key"]  # kept: its key would go on, unannounced
     assert waits(make, second)
 
-    configs.delete(make.pool, config.id)
-    configs.delete(make.pool, unordered.id)
+    configs.delete(make.pool, PLATFORM, config.id)
+    configs.delete(make.pool, PLATFORM, unordered.id)
     retention.run(make.pool, succeeded_age=30 * DAY, finished_age=90 * DAY)
     assert make.count("SELECT count(*) FROM deliveries WHERE id = %s", (first,)) == 0
 
@@ -118,11 +120,11 @@ def test_retention_forgets_a_key_with_its_last_delivery(make):
 def test_a_change_of_ordering_or_blocking_counts_up_the_config_version(make):
     config = make.config(event_types=["ledger"])
     start = version(make, config.id)
-    configs.update(make.pool, config.id, ordering=Ordering.PER_KEY)
+    configs.update(make.pool, PLATFORM, config.id, ordering=Ordering.PER_KEY)
     assert version(make, config.id) == start + 1
-    configs.update(make.pool, config.id, block_on_failure=False)
+    configs.update(make.pool, PLATFORM, config.id, block_on_failure=False)
     assert version(make, config.id) == start + 2
-    configs.update(make.pool, config.id, name="renamed")  # sends nothing differently
+    configs.update(make.pool, PLATFORM, config.id, name="renamed")  # sends nothing differently
     assert version(make, config.id) == start + 2
 
 
@@ -137,7 +139,7 @@ def test_a_config_change_settles_only_the_keys_with_something_under_way(make):
     lockers = ("SELECT ordering_key, xmax::text FROM ordering_keys WHERE config_id = %s "
                "ORDER BY ordering_key")
     before = dict(make.rows(lockers, (config.id,)))
-    configs.update(make.pool, config.id, block_on_failure=False)
+    configs.update(make.pool, PLATFORM, config.id, block_on_failure=False)
     after = dict(make.rows(lockers, (config.id,)))
     assert len(after) == 21
     assert [key for key in after if after[key] != before[key]] == ["open"]

@@ -15,6 +15,7 @@ import pytest
 
 from db import configs, deliveries, events
 from db.pool import connect
+from db.scope import DEFAULT_TENANT_ID, PLATFORM
 from db.vocabulary import Ordering
 from tests.endpoint_health import RULES, claim, result
 from tests.helpers import PATIENCE, wait_until
@@ -52,7 +53,8 @@ def settled(*jobs: gevent.Greenlet) -> list:
 
 
 def publish(make, type: str, n: int, key: str | None = None) -> int:
-    event = events.new_event(f"{type}-{n}", type, {"n": n}, max_payload=1000,
+    event = events.new_event(f"{type}-{n}", type, {"n": n}, tenant_id=DEFAULT_TENANT_ID,
+                             max_payload=1000,
                              ordering_key=key)
     (delivery_id,) = events.publish(make.pool, event).delivery_ids
     return int(delivery_id)
@@ -65,10 +67,10 @@ def health_row(config_id: str, mode: str) -> tuple[str, tuple]:
 # -- a claim sees every change that committed before it ---------------------------------------
 
 CHANGES: dict[str, Callable] = {
-    "endpoint": lambda make, config: configs.update(make.pool, config.id,
+    "endpoint": lambda make, config: configs.update(make.pool, PLATFORM, config.id,
                                                     endpoint="http://127.0.0.1:9/new"),
     "secret revoked": lambda make, config: configs.rotate_secret(
-        make.pool, config.id, grace_seconds=0),
+        make.pool, PLATFORM, config.id, grace_seconds=0),
 }
 
 
@@ -77,9 +79,10 @@ def test_a_claim_that_commits_after_a_change_sends_nothing_the_change_replaced(m
     """The claim reads the config from its snapshot: a change that commits while the claim
     waits for the health row must make the claim read it again."""
     config = make.config(endpoint="http://127.0.0.1:9/old")
-    configs.rotate_secret(make.pool, config.id, grace_seconds=3600)  # a previous secret too
+    configs.rotate_secret(make.pool, PLATFORM, config.id,
+                          grace_seconds=3600)  # a previous secret too
     publish(make, config.event_types[0], 1)
-    before = configs.get(make.pool, config.id)
+    before = configs.get(make.pool, PLATFORM, config.id)
     with holding(make.pool, *health_row(config.id, "UPDATE")):
         changing = gevent.spawn(CHANGES[change], make, config)
         waiting(make, 1)  # the change waits for the health row (its version)
@@ -101,10 +104,10 @@ def test_a_claim_that_commits_after_a_change_sends_nothing_the_change_replaced(m
 # -- deactivation, deletion and ordering switches against a claim ------------------------------
 
 STOPS: dict[str, Callable] = {
-    "deactivate": lambda make, config: configs.deactivate(make.pool, config.id),
-    "delete": lambda make, config: configs.delete(make.pool, config.id),
+    "deactivate": lambda make, config: configs.deactivate(make.pool, PLATFORM, config.id),
+    "delete": lambda make, config: configs.delete(make.pool, PLATFORM, config.id),
     "switch to per-key": lambda make, config: configs.update(
-        make.pool, config.id, ordering=Ordering.PER_KEY),
+        make.pool, PLATFORM, config.id, ordering=Ordering.PER_KEY),
 }
 
 
@@ -166,7 +169,7 @@ def test_replaying_an_earlier_failure_of_a_key_does_not_deadlock_with_a_claim_of
 
     def replay():
         with make.pool.transaction() as cursor:
-            return deliveries.replay(cursor, earlier)
+            return deliveries.replay(cursor, PLATFORM, earlier)
 
     # The key's row held: the replay stops where it settles the key's turns.
     with holding(make.pool, "SELECT 1 FROM ordering_keys WHERE config_id = %s FOR UPDATE",

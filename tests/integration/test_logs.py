@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from db import configs, tokens
+from db.scope import PLATFORM
 from service.runtime.logs import configure, scrub
 from tests.helpers import wait_until
 from tests.receivers import Reply
@@ -34,8 +35,8 @@ def test_attempt_lines_carry_correlation_fields_and_no_secrets(
     ok = make.config(endpoint=receiver.url, event_types=["a"])
     bad = make.config(endpoint=receiver.url + "fail", event_types=["a"],
                       secret="whsec_" + "QUJD" * 8)
-    _, new_secret = configs.rotate_secret(make.pool, ok.id, grace_seconds=3600)
-    _, token = tokens.create(make.pool, name="ops", role="operator")
+    _, new_secret = configs.rotate_secret(make.pool, PLATFORM, ok.id, grace_seconds=3600)
+    _, token = tokens.create(make.pool, name="ops", tenant_id=None, role="operator")
     tokens.authenticate(make.pool, token)
     _, delivery_ids = make.event(type="a", id="evt-log")
     by_config = {make.row(i)["config_id"]: i for i in delivery_ids}

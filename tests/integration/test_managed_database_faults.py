@@ -16,6 +16,7 @@ from db import configs, tokens
 from db.adhoc import sql
 from db.errors import TooManyConnections
 from db.pool import ConnectionPool, connect
+from db.scope import DEFAULT_TENANT_ID
 from service.runtime.telemetry import Telemetry
 from service.web.app import create_app
 from tests.api.conftest import Api
@@ -53,9 +54,10 @@ def test_a_primary_turned_read_only_answers_unavailable_and_both_recover_on_thei
     caplog.set_level(logging.WARNING)
     pool = ConnectionPool(database_url, size=2)  # the API's
     try:
-        configs.create(pool, endpoint=receiver.url, event_types=["t"])
+        configs.create(pool, DEFAULT_TENANT_ID, endpoint=receiver.url, event_types=["t"])
         app = create_app(settings, pool=pool, telemetry=Telemetry(role="web"))
-        api = Api(app.test_client(), tokens.create(pool, name="ops", role="operator")[1])
+        api = Api(app.test_client(), tokens.create(pool, name="ops", tenant_id=None,
+                                                   role="operator")[1])
         start_worker()
         api.data(PUBLISH)
         receiver.wait_for(1)

@@ -65,12 +65,12 @@ def test_migrate_twice_applies_nothing_the_second_time(empty_database_url):
 
 
 def test_delivery_pair_is_unique(database_url):
-    _query(database_url, "INSERT INTO configs (id, endpoint, secret, event_types) "
-                         "VALUES ('c', 'http://x', 's', '{a}')")
-    _query(database_url, "INSERT INTO events (id, type, payload, occurred_at, source) "
-                         "VALUES ('e', 'a', '{}', now(), 'api')")
-    insert = ("INSERT INTO deliveries (event_id, config_id, event_type, next_attempt_at) "
-              "VALUES ('e', 'c', 'a', now())")
+    _query(database_url, "INSERT INTO configs (tenant_id, id, endpoint, secret, event_types) "
+                         "VALUES (1, 'c', 'http://x', 's', '{a}')")
+    _query(database_url, "INSERT INTO events (tenant_id, id, type, payload, occurred_at,"
+                         " source) VALUES (1, 'e', 'a', '{}', now(), 'api')")
+    insert = ("INSERT INTO deliveries (tenant_id, event_id, config_id, event_type,"
+              " next_attempt_at) VALUES (1, 'e', 'c', 'a', now())")
     _query(database_url, insert)
     with pytest.raises(psycopg2.errors.UniqueViolation):
         _query(database_url, insert)

@@ -13,6 +13,7 @@ import pytest
 from db import configs, deliveries, health
 from db.errors import DatabaseUnavailable
 from db.notifications import Heard, Listener
+from db.scope import PLATFORM
 from tests.helpers import PATIENCE
 
 
@@ -35,16 +36,16 @@ def test_new_and_replayed_deliveries_wake_the_listener_once_each(listener, make,
     assert not listener.wait(0.1)  # heard once, then forgotten
     make.set(delivery_id, status="failed", next_attempt_at=None)
     with pool.transaction() as cursor:
-        deliveries.replay(cursor, delivery_id)
+        deliveries.replay(cursor, PLATFORM, delivery_id)
     assert listener.wait(PATIENCE).due
 
 
 def test_a_pause_names_the_config_and_a_resume_wakes_the_listener(listener, make, pool):
     config = make.config()
-    health.pause(pool, config.id, reason="test")
+    health.pause(pool, PLATFORM, config.id, reason="test")
     heard = listener.wait(PATIENCE)
     assert heard.changed == {config.id} and not heard.due
-    health.resume(pool, config.id, reason="test")
+    health.resume(pool, PLATFORM, config.id, reason="test")
     heard = listener.wait(PATIENCE)
     assert heard.due and not heard.changed  # a resume stops nothing
 
@@ -55,11 +56,11 @@ def test_a_change_that_stops_or_alters_a_configs_sends_names_the_config(
     config = make.config()
     other = make.config()
     {
-        "deactivate": lambda: configs.deactivate(pool, config.id),
-        "delete": lambda: configs.delete(pool, config.id),
-        "endpoint": lambda: configs.update(pool, config.id, endpoint="https://example.net/b"),
-        "rotate": lambda: configs.rotate_secret(pool, config.id, grace_seconds=3600),
-        "revoke": lambda: configs.rotate_secret(pool, config.id, grace_seconds=0),
+        "deactivate": lambda: configs.deactivate(pool, PLATFORM, config.id),
+        "delete": lambda: configs.delete(pool, PLATFORM, config.id),
+        "endpoint": lambda: configs.update(pool, PLATFORM, config.id, endpoint="https://example.net/b"),
+        "rotate": lambda: configs.rotate_secret(pool, PLATFORM, config.id, grace_seconds=3600),
+        "revoke": lambda: configs.rotate_secret(pool, PLATFORM, config.id, grace_seconds=0),
     }[change]()
     heard = listener.wait(PATIENCE)
     assert heard.changed == {config.id}, change
@@ -68,17 +69,17 @@ def test_a_change_that_stops_or_alters_a_configs_sends_names_the_config(
 
 def test_changes_that_leave_the_sends_alone_name_no_config(listener, make, pool):
     config, marker = make.config(), make.config()
-    configs.update(pool, config.id, name="renamed", event_types=["other.type"],
+    configs.update(pool, PLATFORM, config.id, name="renamed", event_types=["other.type"],
                    max_in_flight=3, rate_per_second=5.0)
-    configs.deactivate(pool, marker.id)
+    configs.deactivate(pool, PLATFORM, marker.id)
     # Heard in commit order: had the update named its config, that would come first.
     assert listener.wait(PATIENCE).changed == {marker.id}
-    configs.deactivate(pool, config.id)
-    configs.activate(pool, config.id)
-    health.pause(pool, config.id, reason="test")
-    health.pause(pool, config.id, reason="again")  # already paused: no change
-    configs.deactivate(pool, config.id)  # already inactive: no change
-    health.pause(pool, marker.id, reason="marker")
+    configs.deactivate(pool, PLATFORM, config.id)
+    configs.activate(pool, PLATFORM, config.id)
+    health.pause(pool, PLATFORM, config.id, reason="test")
+    health.pause(pool, PLATFORM, config.id, reason="again")  # already paused: no change
+    configs.deactivate(pool, PLATFORM, config.id)  # already inactive: no change
+    health.pause(pool, PLATFORM, marker.id, reason="marker")
     heard = set()
     while marker.id not in heard:
         heard |= listener.wait(PATIENCE).changed

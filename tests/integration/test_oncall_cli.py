@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from db import configs, health
+from db.scope import PLATFORM
 from graphql_schema.errors import BAD_USER_INPUT
 from service.cli import main
 from service.commands.local_api import ApiFailure, LocalApi
@@ -148,11 +149,12 @@ def test_deliveries_show_finds_a_delivery_by_webhook_id_with_its_hold_and_last_a
     target = staged["pending"]
     with make.pool.transaction() as cursor:
         cursor.execute(
-            "INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation,"
+            "INSERT INTO delivery_attempts (tenant_id, delivery_id, attempt_number,"
+            " replay_generation,"
             " endpoint, outcome, status_code, duration_ms, response_excerpt, created_at)"
-            " VALUES (%s, 1, 0, 'http://x', 'http_error', 503, 12,"
+            " VALUES (1, %s, 1, 0, 'http://x', 'http_error', 503, 12,"
             " 'upstream overloaded, try later', '2026-12-04T03:00:07+00')", (target,))
-    health.pause(make.pool, staged["orders"].id, reason="receiver migrating")
+    health.pause(make.pool, PLATFORM, staged["orders"].id, reason="receiver migrating")
     webhook_id = make.row(target)["webhook_id"]
     code, out, _ = run(capsys, database_url, "deliveries", "show", webhook_id)
     assert code == 0 and out.startswith(f"delivery {target}  pending")
@@ -219,7 +221,7 @@ def test_stats_and_configs_list(capsys, database_url, staged, make):
     assert "failed" in out and "queue depth" in out
     code, out, _ = run(capsys, database_url, "stats", "--json")
     assert json.loads(out)["stats"]["queueDepth"] == 1
-    configs.deactivate(make.pool, staged["users"].id)
+    configs.deactivate(make.pool, PLATFORM, staged["users"].id)
     code, out, _ = run(capsys, database_url, "configs", "list", "--active", "no", "--json")
     assert code == 0
     assert [c["name"] for c in json.loads(out)] == ["users"]
@@ -359,8 +361,8 @@ def test_a_listing_whose_reader_goes_away_ends_quietly(database_url, make):
     """`webhooks configs list | head -c 1` with more output than a pipe holds: no
     BrokenPipeError traceback, the exit status of a program that SIGPIPE ended."""
     with make.pool.transaction() as cursor:
-        cursor.execute("INSERT INTO configs (id, name, endpoint, secret, event_types) "
-                       "SELECT 'many-' || g, repeat('n', 60) || g, 'https://example.com/' "
+        cursor.execute("INSERT INTO configs (tenant_id, id, name, endpoint, secret, event_types) "
+                       "SELECT 1, 'many-' || g, repeat('n', 60) || g, 'https://example.com/' "
                        "|| repeat('p', 60), 'whsec_x', ARRAY['t'] FROM generate_series(1, 1000) g")
     shell = (f"{sys.executable} -m service configs list --database-url '{database_url}' "
              "| head -c 1; exit ${PIPESTATUS[0]}")

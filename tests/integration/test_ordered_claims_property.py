@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from db import deliveries, events, health
 from db.errors import NotEligible
+from db.scope import DEFAULT_TENANT_ID, PLATFORM
 from db.vocabulary import Ordering
 from tests.endpoint_health import RULES, claim, result
 
@@ -67,7 +68,8 @@ def test_any_interleaving_keeps_each_key_in_order(make, operations, block):
     published = []
     for n in range(9):
         key = KEYS[n % 3]
-        event = events.new_event(f"{kind}-{n}", kind, {"n": n}, max_payload=1000,
+        event = events.new_event(f"{kind}-{n}", kind, {"n": n}, tenant_id=DEFAULT_TENANT_ID,
+                                 max_payload=1000,
                                  ordering_key=key)
         (delivery_id,) = events.publish(make.pool, event).delivery_ids
         published.append((key, int(delivery_id)))
@@ -105,7 +107,7 @@ def test_any_interleaving_keeps_each_key_in_order(make, operations, block):
             deliveries.recover_stale(make.pool, timeout=60, limit=100, rules=UNBROKEN)
         elif name == "replay":
             with make.pool.transaction() as cursor, contextlib.suppress(NotEligible):
-                deliveries.replay(cursor, published[value % len(published)][1])
+                deliveries.replay(cursor, PLATFORM, published[value % len(published)][1])
         _check_turns(make, config.id)
 
     # Then everything is let through: failures replayed, every claim answered 200.
@@ -116,7 +118,7 @@ def test_any_interleaving_keeps_each_key_in_order(make, operations, block):
         for row in _rows(make, config.id):
             if row[3] == "failed":
                 with make.pool.transaction() as cursor:
-                    deliveries.replay(cursor, row[0])
+                    deliveries.replay(cursor, PLATFORM, row[0])
         _check_turns(make, config.id)
         if not held and all(r[3] == "succeeded" for r in _rows(make, config.id)):
             break

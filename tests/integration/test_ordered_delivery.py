@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from db import configs, deliveries, events
+from db.scope import DEFAULT_TENANT_ID, PLATFORM
 from db.vocabulary import Ordering
 from tests.helpers import wait_until, worker_metric
 from tests.ordered_endpoint import Script
@@ -19,7 +20,8 @@ DELIVERY_DOCS = (Path(__file__).resolve().parents[2] / "docs" / "delivery.md").r
 
 
 def publish(make, type: str, n: int, key: str | None) -> None:
-    event = events.new_event(f"{type}-{n}", type, {"n": n}, max_payload=1 << 20,
+    event = events.new_event(f"{type}-{n}", type, {"n": n}, tenant_id=DEFAULT_TENANT_ID,
+                             max_payload=1 << 20,
                              ordering_key=key)
     events.publish(make.pool, event)
 
@@ -71,13 +73,13 @@ def test_a_failure_holds_its_key_until_replayed_and_other_keys_go_on(make, start
         # A waiting delivery cannot be expedited past its key's failure.
         with make.pool.transaction() as cursor:
             try:
-                deliveries.replay(cursor, rows[2][0])
+                deliveries.replay(cursor, PLATFORM, rows[2][0])
             except Exception as refused:
                 assert "waits for an earlier delivery of its ordering key" in str(refused)
             else:
                 raise AssertionError("a waiting delivery was expedited")
         with make.pool.transaction() as cursor:
-            deliveries.replay(cursor, rows[1][0])  # answered 200 this time
+            deliveries.replay(cursor, PLATFORM, rows[1][0])  # answered 200 this time
         wait_until(lambda: len(script.succeeded) == 5, timeout=60)
     finally:
         receiver.stop()
@@ -149,7 +151,7 @@ def test_switched_to_unordered_the_waiting_deliveries_become_due(make):
             return cursor.fetchone()[0]
 
     assert waiting() == 2  # the head is due, the two behind it wait
-    configs.update(make.pool, config.id, ordering=Ordering.UNORDERED)
+    configs.update(make.pool, PLATFORM, config.id, ordering=Ordering.UNORDERED)
     assert waiting() == 0
 
 
@@ -171,7 +173,7 @@ def test_switched_to_per_key_the_deliveries_already_pending_take_their_turns(mak
             return [(int(n), key, sequence, due) for n, key, sequence, due in cursor.fetchall()]
 
     assert all(due and sequence is None for _, _, sequence, due in turns())
-    configs.update(make.pool, config.id, ordering=Ordering.PER_KEY)
+    configs.update(make.pool, PLATFORM, config.id, ordering=Ordering.PER_KEY)
     publish(make, "late", 4, key="k")
     assert turns() == [(0, "k", 1, True), (1, "k", 2, False), (2, "k", 3, False),
                        (3, "j", 1, True), (9, None, None, True), (4, "k", 4, False)]

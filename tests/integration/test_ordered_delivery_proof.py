@@ -15,6 +15,7 @@ import signal
 import pytest
 
 from db import events
+from db.scope import DEFAULT_TENANT_ID
 from db.vocabulary import Ordering
 from tests.helpers import PATIENCE, wait_until, worker_process
 from tests.kafka import consumer_settings
@@ -61,7 +62,8 @@ def test_every_keys_first_successes_arrive_in_publish_order_through_faults_and_a
                               ordering=Ordering.PER_KEY)
         make.config(endpoint=unordered_receiver.url, event_types=["ledger"])
         keys = {n: f"account-{n % KEYS}" for n in range(EVENTS)}
-        batch = [events.new_event(f"ledger-{n}", "ledger", {"n": n}, max_payload=1000,
+        batch = [events.new_event(f"ledger-{n}", "ledger", {"n": n}, tenant_id=DEFAULT_TENANT_ID,
+                                  max_payload=1000,
                                   ordering_key=keys[n]) for n in range(EVENTS)]
         for start in range(0, EVENTS, 250):  # several transactions, as a consumer's batches
             with make.pool.transaction() as cursor:

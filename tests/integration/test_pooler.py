@@ -15,6 +15,7 @@ from db import configs, health, retention, tokens
 from db.adhoc import dsn_parts, dsn_with, sql
 from db.migrate import migrate, migrations
 from db.pool import ConnectionPool, Pooler, connect
+from db.scope import DEFAULT_TENANT_ID, PLATFORM
 from db.sql import QUERIES
 from service.local.ports import reserve_port
 from service.runtime.settings import Settings
@@ -135,14 +136,14 @@ def test_a_resumed_config_gets_its_held_deliveries(direct, database_url, pooled_
     try:
         paused = make.config(endpoint=paused_receiver.url, event_types=["t"])
         make.config(endpoint=other_receiver.url, event_types=["t"])
-        health.pause(pool, paused.id, reason="maintenance")
+        health.pause(pool, PLATFORM, paused.id, reason="maintenance")
         start_worker(database_url=pooled_database_url,
                      database_direct_url=database_url if direct else None)
         for n in range(5):
             make.event(type="t", id=f"held{n}")
         other_receiver.wait_for(5)  # the worker claimed what it could: not the paused ones
         assert paused_receiver.requests == []
-        health.resume(pool, paused.id, reason="fixed")
+        health.resume(pool, PLATFORM, paused.id, reason="fixed")
         assert len(paused_receiver.wait_for(5)) == 5
     finally:
         pool.close()
@@ -204,9 +205,11 @@ def test_the_api_checks_tokens_and_replays_with_idempotency_keys_through_the_poo
     try:
         app = create_app(settings.replace(database_url=pooled_database_url), pool=pool,
                          telemetry=Telemetry(role="web"))
-        operator = Api(app.test_client(), tokens.create(pool, name="ops", role="operator")[1])
-        viewer = Api(app.test_client(), tokens.create(pool, name="view", role="viewer")[1])
-        configs.create(pool, endpoint=receiver.url, event_types=["t"])
+        operator = Api(app.test_client(), tokens.create(pool, name="ops", tenant_id=None,
+                                                        role="operator")[1])
+        viewer = Api(app.test_client(), tokens.create(pool, name="view", tenant_id=None,
+                                                      role="viewer")[1])
+        configs.create(pool, DEFAULT_TENANT_ID, endpoint=receiver.url, event_types=["t"])
         published = operator.data('mutation { publishEvent(input: {type: "t", payload: {}}) '
                                   '{ eventId deliveryIds } }')["publishEvent"]
         (delivery_id,) = published["deliveryIds"]

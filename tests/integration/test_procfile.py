@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from db import events
+from db.scope import DEFAULT_TENANT_ID
 from service.local.ports import reserve_port
 from tests.helpers import PATIENCE, wait_for_http
 
@@ -77,9 +78,10 @@ def test_honcho_runs_the_procfile_and_a_delivery_arrives(empty_database_url, rec
         from db import configs
         from db.pool import ConnectionPool
         pool = ConnectionPool(empty_database_url, size=1)
-        configs.create(pool, endpoint=receiver.url, event_types=["procfile.test"])
+        configs.create(pool, DEFAULT_TENANT_ID, endpoint=receiver.url,
+                       event_types=["procfile.test"])
         events.publish(pool, events.new_event("evt-procfile", "procfile.test", {"ok": True},
-                                              max_payload=1000))
+                                              tenant_id=DEFAULT_TENANT_ID, max_payload=1000))
         pool.close()
         (request,) = receiver.wait_for(1)
         assert b"evt-procfile" in request.body

@@ -13,6 +13,7 @@ import gevent
 import psycopg2
 
 from db import deliveries, health
+from db.scope import PLATFORM
 from db.sql import QUERIES
 from tests.endpoint_health import RULES, claim, events_for, result, row, stage
 
@@ -48,7 +49,7 @@ def test_the_next_due_time_follows_ingest_claim_retry_success_and_expedite(make)
         cursor.execute("SELECT next_attempt_at FROM deliveries WHERE id = %s", (claimed[0].id,))
         assert cursor.fetchone()[0] == due  # the retry, ten minutes from now
     with make.pool.transaction() as cursor:
-        deliveries.replay(cursor, claimed[0].id)  # expedited: due now
+        deliveries.replay(cursor, PLATFORM, claimed[0].id)  # expedited: due now
     assert row(make, config.id)["next_due_at"] < due
     assert disagreements(make) == []
 
@@ -88,8 +89,8 @@ def test_concurrent_statements_on_the_same_configs_leave_the_true_next_due_time(
                     step = rng.randrange(5)
                     if step == 0:
                         cursor.execute(
-                            "INSERT INTO deliveries (event_id, config_id, event_type, "
-                            "next_attempt_at) VALUES (%s, %s, 'x', now() + %s * interval '1 s') "
+                            "INSERT INTO deliveries (tenant_id, event_id, config_id, event_type, "
+                            "next_attempt_at) VALUES (1, %s, %s, 'x', now() + %s * interval '1 s') "
                             "ON CONFLICT DO NOTHING",
                             (rng.choice(events), config_id, rng.randrange(-30, 30)))
                     elif step == 1:  # claim the earliest
@@ -135,15 +136,15 @@ def test_a_claim_reads_no_health_row_of_an_idle_paused_or_open_config(make):
     paused = make.config(event_types=["paused"])
     events_for(make, busy, 5)
     events_for(make, paused, 5)
-    health.pause(make.pool, paused.id, reason="held")
+    health.pause(make.pool, PLATFORM, paused.id, reason="held")
     waiting = make.config(event_types=["waiting"])  # its circuit open, the probe an hour away
     events_for(make, waiting, 5)
     stage(make, waiting.id, circuit="open",
           next_probe_at=datetime.now(UTC) + timedelta(hours=1))
     with make.pool.transaction() as cursor:
         cursor.execute(
-            "INSERT INTO configs (id, name, endpoint, secret, event_types, active) "
-            "SELECT 'idle-' || n, 'idle ' || n, 'http://127.0.0.1:9/', 'whsec_x', "
+            "INSERT INTO configs (tenant_id, id, name, endpoint, secret, event_types, active) "
+            "SELECT 1, 'idle-' || n, 'idle ' || n, 'http://127.0.0.1:9/', 'whsec_x', "
             "ARRAY['idle'], true FROM generate_series(1, 5000) n")
         cursor.execute("ANALYZE config_health")
     params = {"limit": 50, "owner": "w", "cap": RULES.cap, "ramp": RULES.ramp,
@@ -197,8 +198,8 @@ def test_a_claim_walks_the_ready_configs_whatever_the_statistics_say(make):
     it read the whole ready set and sort it."""
     with make.pool.transaction() as cursor:
         cursor.execute(
-            "INSERT INTO configs (id, name, endpoint, secret, event_types, active) "
-            "SELECT 'fresh-' || n, 'fresh ' || n, 'http://127.0.0.1:9/', 'whsec_x', "
+            "INSERT INTO configs (tenant_id, id, name, endpoint, secret, event_types, active) "
+            "SELECT 1, 'fresh-' || n, 'fresh ' || n, 'http://127.0.0.1:9/', 'whsec_x', "
             "ARRAY[CASE WHEN n % 2 = 0 THEN 'ready' ELSE 'idle' END], true "
             "FROM generate_series(1, 2000) n")
     make.event(type="ready")
@@ -215,8 +216,8 @@ def test_claims_walk_the_ready_configs_round_robin_and_read_only_those_they_take
     configs, not three hundred; thirty such claims serve every config once, none twice."""
     with make.pool.transaction() as cursor:
         cursor.execute(
-            "INSERT INTO configs (id, name, endpoint, secret, event_types, active) "
-            "SELECT 'ready-' || n, 'ready ' || n, 'http://127.0.0.1:9/', 'whsec_x', "
+            "INSERT INTO configs (tenant_id, id, name, endpoint, secret, event_types, active) "
+            "SELECT 1, 'ready-' || n, 'ready ' || n, 'http://127.0.0.1:9/', 'whsec_x', "
             "ARRAY['ready'], true FROM generate_series(1, 300) n")
     for _ in range(2):
         make.event(type="ready")

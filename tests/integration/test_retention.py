@@ -21,8 +21,9 @@ def _age(make, delivery_id, status, days):
             " updated_at = now() - make_interval(days => %s) WHERE id = %s",
             (status, status, days, delivery_id))
         cursor.execute(
-            "INSERT INTO delivery_attempts (delivery_id, attempt_number, replay_generation,"
-            " endpoint, outcome, status_code, duration_ms) VALUES (%s, 1, 0, 'http://x',"
+            "INSERT INTO delivery_attempts (tenant_id, delivery_id, attempt_number,"
+            " replay_generation,"
+            " endpoint, outcome, status_code, duration_ms) VALUES (1, %s, 1, 0, 'http://x',"
             " 'success', 200, 1)", (delivery_id,))
 
 
@@ -115,9 +116,10 @@ def test_only_one_worker_runs_it_at_a_time(make, pool):
 
 def test_replay_records_are_forgotten_after_a_day(make):
     with make.pool.transaction() as cursor:
-        cursor.execute("INSERT INTO replay_requests (idempotency_key, request_fingerprint,"
-                       " result, created_at) VALUES ('old', 'f', '{}', now() - interval '25h'),"
-                       " ('new', 'f', '{}', now())")
+        cursor.execute("INSERT INTO replay_requests (tenant_id, idempotency_key,"
+                       " request_fingerprint, result, created_at)"
+                       " VALUES (1, 'old', 'f', '{}', now() - interval '25h'),"
+                       " (1, 'new', 'f', '{}', now())")
     assert retention.run(make.pool, succeeded_age=DAY, finished_age=DAY).replay_requests == 1
     assert make.count("SELECT count(*) FROM replay_requests") == 1
 

@@ -10,6 +10,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from db import configs, deliveries
 from db.configs import MAX_PREVIOUS_SECRETS
 from db.errors import NotFound
+from db.scope import PLATFORM
 from service.dispatch import outgoing
 
 HOUR = 3600.0
@@ -19,7 +20,8 @@ def rotate(make, config, times: int, *, grace_seconds: float = HOUR) -> list[str
     """Rotate `times` times; return every secret the config had, oldest first."""
     secrets = [make.secrets[config.id]]
     for _ in range(times):
-        _, secret = configs.rotate_secret(make.pool, config.id, grace_seconds=grace_seconds)
+        _, secret = configs.rotate_secret(make.pool, PLATFORM, config.id,
+                                          grace_seconds=grace_seconds)
         secrets.append(secret)
     return secrets
 
@@ -73,7 +75,7 @@ def test_a_later_rotation_keeps_the_expiry_of_earlier_secrets(make):
     config = make.config()
     first, second = rotate(make, config, 1, grace_seconds=2 * HOUR)
     [(_, first_left)] = stored(make, config)
-    configs.rotate_secret(make.pool, config.id, grace_seconds=HOUR)
+    configs.rotate_secret(make.pool, PLATFORM, config.id, grace_seconds=HOUR)
     (newer, newer_left), (older, older_left) = stored(make, config)
     assert (newer, older) == (second, first)
     assert 0.99 * HOUR < newer_left.total_seconds() <= HOUR
@@ -83,7 +85,7 @@ def test_a_later_rotation_keeps_the_expiry_of_earlier_secrets(make):
 def test_a_rotation_without_grace_drops_every_previous_secret(make):
     config = make.config()
     first, second = rotate(make, config, 1)
-    _, third = configs.rotate_secret(make.pool, config.id, grace_seconds=0)
+    _, third = configs.rotate_secret(make.pool, PLATFORM, config.id, grace_seconds=0)
     assert stored(make, config) == []
     claimed, body, headers = signed_request(make)
     assert claimed.previous_secrets == []
@@ -101,7 +103,7 @@ def test_expired_previous_secrets_do_not_sign_and_go_at_the_next_rotation(make):
     claimed, body, headers = signed_request(make)
     assert claimed.previous_secrets == [second]
     assert accepted([third, second, first], body, headers) == [True, True, False]
-    configs.rotate_secret(make.pool, config.id, grace_seconds=HOUR)
+    configs.rotate_secret(make.pool, PLATFORM, config.id, grace_seconds=HOUR)
     assert [secret for secret, _ in stored(make, config)] == [third, second]
 
 
@@ -119,7 +121,7 @@ def test_at_most_the_newest_previous_secrets_sign(make):
 def test_rotating_back_to_a_previous_secret_lists_it_once(make):
     config = make.config()
     first, second = rotate(make, config, 1)
-    configs.rotate_secret(make.pool, config.id, grace_seconds=HOUR, secret=first)
+    configs.rotate_secret(make.pool, PLATFORM, config.id, grace_seconds=HOUR, secret=first)
     assert [secret for secret, _ in stored(make, config)] == [second]
     _, body, headers = signed_request(make)
     assert signatures(headers) == 2
@@ -128,7 +130,7 @@ def test_rotating_back_to_a_previous_secret_lists_it_once(make):
 
 def test_rotating_a_deleted_config_is_not_found_and_changes_nothing(make):
     config = make.config()
-    configs.delete(make.pool, config.id)
+    configs.delete(make.pool, PLATFORM, config.id)
     with pytest.raises(NotFound):
-        configs.rotate_secret(make.pool, config.id, grace_seconds=HOUR)
+        configs.rotate_secret(make.pool, PLATFORM, config.id, grace_seconds=HOUR)
     assert stored(make, config) == []

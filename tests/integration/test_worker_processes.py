@@ -10,6 +10,7 @@ import gevent
 import pytest
 
 from db import events
+from db.scope import DEFAULT_TENANT_ID
 from tests.helpers import PATIENCE, wait_until, worker_process
 from tests.receivers import Reply
 
@@ -17,7 +18,8 @@ from tests.receivers import Reply
 def test_two_workers_attempt_each_of_2000_deliveries_exactly_once(
         make, receiver, database_url, processes):
     make.config(endpoint=receiver.url, event_types=["bulk"])
-    batch = [events.new_event(f"bulk-{n}", "bulk", {"n": n}, max_payload=1000)
+    batch = [events.new_event(f"bulk-{n}", "bulk", {"n": n}, tenant_id=DEFAULT_TENANT_ID,
+                              max_payload=1000)
              for n in range(2000)]
     with make.pool.transaction() as cursor:
         assert events.ingest(cursor, batch, source="api").deliveries_created == 2000

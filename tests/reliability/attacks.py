@@ -24,6 +24,7 @@ from gevent.server import StreamServer
 from db import configs
 from db.adhoc import count_deliveries, sql
 from db.pool import ConnectionPool
+from db.scope import DEFAULT_TENANT_ID
 from service.dispatch.sender import EXCERPT_LIMIT
 from tests.catalogues.hostile_endpoints import KINDS, HostileEndpoints, Kind
 from tests.catalogues.ssrf_targets import HOSTS
@@ -256,7 +257,7 @@ def _subscribe(dsn: str, subscriptions: list[tuple[str, str]]) -> None:
     """Create one config per (event type, endpoint), named after the type's last part."""
     with contextlib.closing(ConnectionPool(dsn, size=1)) as pool:
         for event_type, endpoint in subscriptions:
-            configs.create(pool, endpoint=endpoint, event_types=[event_type],
+            configs.create(pool, DEFAULT_TENANT_ID, endpoint=endpoint, event_types=[event_type],
                            name=event_type.split(".")[-1])
 
 

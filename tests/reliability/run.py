@@ -19,6 +19,7 @@ import psycopg2
 from db import configs, events
 from db.adhoc import count_deliveries, sql
 from db.pool import ConnectionPool
+from db.scope import DEFAULT_TENANT_ID
 from tests.reliability.check import Rules, Verdict, check
 from tests.reliability.evidence import Kill, gather
 from tests.reliability.fleet import Receiver, Workers
@@ -174,9 +175,9 @@ def subscribe(dsn: str, url: str, fan_out: int) -> None:
     """Create `fan_out` configs for the run's events and one for another type."""
     with contextlib.closing(ConnectionPool(dsn, size=1)) as pool:
         for n in range(fan_out):
-            configs.create(pool, endpoint=f"{url}/{n}", event_types=[EVENT_TYPE],
+            configs.create(pool, DEFAULT_TENANT_ID, endpoint=f"{url}/{n}", event_types=[EVENT_TYPE],
                            name=f"chaos-{n}")
-        configs.create(pool, endpoint=f"{url}/other", event_types=[OTHER_TYPE],
+        configs.create(pool, DEFAULT_TENANT_ID, endpoint=f"{url}/other", event_types=[OTHER_TYPE],
                        name="chaos-other")
 
 
@@ -186,7 +187,8 @@ def publish(dsn: str, ids: list[str], published: dict[str, str], rate: float,
     started = time.monotonic()
     with contextlib.closing(ConnectionPool(dsn, size=1)) as pool:
         for start in range(0, len(ids), PUBLISH_BATCH):
-            batch = [events.new_event(id, event_type, {"n": id}, max_payload=1024)
+            batch = [events.new_event(id, event_type, {"n": id}, tenant_id=DEFAULT_TENANT_ID,
+                                      max_payload=1024)
                      for id in ids[start:start + PUBLISH_BATCH]]
             with pool.transaction() as cursor:
                 events.ingest(cursor, batch, source="api")

@@ -61,8 +61,8 @@ def _key(secret: str) -> str:
 def secrets(dsn: str, workdir: Path, options: Options, say: Say = print) -> Verdict:
     """Create and rotate `options.secret_configs` configs' secrets; look for them everywhere."""
     with contextlib.closing(ConnectionPool(dsn, size=1)) as pool:
-        operator = tokens.create(pool, name="chaos-operator", role="operator")[1]
-        viewer = tokens.create(pool, name="chaos-viewer", role="viewer")[1]
+        operator = tokens.create(pool, name="chaos-operator", tenant_id=None, role="operator")[1]
+        viewer = tokens.create(pool, name="chaos-viewer", tenant_id=None, role="viewer")[1]
     hostile = HostileEndpoints(workdir)
     hostile.start()
     settings = options.worker_settings(WEBHOOKS_MAX_ATTEMPTS="2", WEBHOOKS_LOG_LEVEL="debug",

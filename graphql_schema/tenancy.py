@@ -1,0 +1,53 @@
+"""Who a request acts for, in one place: the tenant an argument names (as seen by the caller's
+scope: another tenant's uid is NOT_FOUND, exactly like an unknown one), and the tenant a
+creation or a publish is for when none is named."""
+
+from __future__ import annotations
+
+from db import tenants
+from db.errors import NotFound
+from db.scope import DEFAULT_TENANT_UID
+from db.tenants import Tenant
+from graphql_schema import arguments
+from graphql_schema.context import Info
+
+
+def named(info: Info, uid: str | None, argument: str = "tenant") -> Tenant | None:
+    """Return the tenant `uid` names as the caller may see it (deleted ones too); None when no
+    uid is given; NotFound when none the caller may see has it."""
+    if uid is None:
+        return None
+    uid = arguments.text(uid, argument)
+    found = tenants.get(info.context.pool, info.context.scope, uid)
+    if found is None:
+        raise NotFound(f"tenant {uid!r} not found")
+    info.context.tenants_seen[found.id] = found
+    return found
+
+
+def owner(info: Info, uid: str | None) -> Tenant:
+    """Return the live tenant a creation or a publish is for: the one `uid` names, else the
+    caller's own (a tenant token's), else the tenant `default`."""
+    if uid is None:
+        uid = info.context.tenant_uid or DEFAULT_TENANT_UID
+    tenant = named(info, uid)
+    if tenant.deleted_at is not None:
+        raise NotFound(f"tenant {uid!r} not found")
+    return tenant
+
+
+def filter_id(info: Info, uid: str | None) -> int | None:
+    """Return the id of the tenant a filter names (None: no tenant named)."""
+    tenant = named(info, uid)
+    return None if tenant is None else tenant.id
+
+
+def by_id(info: Info, tenant_id: int) -> Tenant:
+    """Return the tenant of `tenant_id` (an object the caller already reached), looked up once
+    per request."""
+    seen = info.context.tenants_seen
+    if tenant_id not in seen:
+        seen.update(tenants.by_ids(info.context.pool, info.context.scope, [tenant_id]))
+    if tenant_id not in seen:
+        raise NotFound("tenant not found")
+    return seen[tenant_id]
