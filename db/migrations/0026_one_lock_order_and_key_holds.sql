@@ -5,27 +5,27 @@
 -- A change of ordering or of blocking on failure counts up the config's version and notifies
 -- the config-changed channel, as a new endpoint or secret does: a worker hands back what it
 -- claimed of the config before (claimed unordered, several deliveries of one key would
--- otherwise go out at once after a switch to per-key ordering).
+-- otherwise go out at once after a switch to per-key ordering). Which changes those are is
+-- written once, for both triggers.
+CREATE OR REPLACE FUNCTION config_sends_differently(before configs, after configs)
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+    SELECT before.endpoint IS DISTINCT FROM after.endpoint
+        OR before.secret IS DISTINCT FROM after.secret
+        OR before.previous_secrets IS DISTINCT FROM after.previous_secrets
+        OR (before.active AND NOT after.active)
+        OR (before.deleted_at IS NULL AND after.deleted_at IS NOT NULL)
+        OR before.ordering IS DISTINCT FROM after.ordering
+        OR before.block_on_failure IS DISTINCT FROM after.block_on_failure
+$$;
+
 DROP TRIGGER IF EXISTS configs_version ON configs;
 CREATE TRIGGER configs_version AFTER UPDATE ON configs FOR EACH ROW
-WHEN (OLD.endpoint IS DISTINCT FROM NEW.endpoint
-      OR OLD.secret IS DISTINCT FROM NEW.secret
-      OR OLD.previous_secrets IS DISTINCT FROM NEW.previous_secrets
-      OR (OLD.active AND NOT NEW.active)
-      OR (OLD.deleted_at IS NULL AND NEW.deleted_at IS NOT NULL)
-      OR OLD.ordering IS DISTINCT FROM NEW.ordering
-      OR OLD.block_on_failure IS DISTINCT FROM NEW.block_on_failure)
+WHEN (config_sends_differently(OLD, NEW))
 EXECUTE FUNCTION count_config_change_of_config();
 
 DROP TRIGGER IF EXISTS configs_changed ON configs;
 CREATE TRIGGER configs_changed AFTER UPDATE ON configs FOR EACH ROW
-WHEN (OLD.endpoint IS DISTINCT FROM NEW.endpoint
-      OR OLD.secret IS DISTINCT FROM NEW.secret
-      OR OLD.previous_secrets IS DISTINCT FROM NEW.previous_secrets
-      OR (OLD.active AND NOT NEW.active)
-      OR (OLD.deleted_at IS NULL AND NEW.deleted_at IS NOT NULL)
-      OR OLD.ordering IS DISTINCT FROM NEW.ordering
-      OR OLD.block_on_failure IS DISTINCT FROM NEW.block_on_failure)
+WHEN (config_sends_differently(OLD, NEW))
 EXECUTE FUNCTION notify_config_changed('id');
 
 -- Settle the turns of the given keys, as before, but take the configs' health rows first (in

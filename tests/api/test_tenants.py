@@ -215,3 +215,21 @@ def test_tenant_stats_count_each_tenants_own(api):
 def test_bad_tenant_input_is_refused_in_words(api, given):
     error = api.error(CREATE_TENANT, {"input": given})
     assert error["extensions"]["code"] == "BAD_USER_INPUT", error
+
+
+def test_publishing_to_an_unknown_uid_creates_the_tenant_where_the_settings_say_so(
+        settings, pool, telemetry, make):
+    from service.web.app import create_app
+
+    app = create_app(settings.replace(create_tenants_on_publish=True), pool=pool,
+                     telemetry=telemetry)
+    platform = Api(app.test_client(), tokens.create(pool, name="ops", role="operator",
+                                                    tenant_id=None)[1])
+    sent = platform.data(PUBLISH, {"input": {"tenant": "newcomer", "type": "x",
+                                             "payload": {}}})["publishEvent"]
+    assert sent["tenants"] == [{"tenant": "newcomer", "deliveryIds": [], "duplicate": False}]
+    assert tenants.get(pool, PLATFORM, "newcomer").name == "newcomer"
+    own = tenant_api(app.test_client(), pool, "a")
+    assert own.code(PUBLISH, {"input": {"tenant": "other", "type": "x",
+                                        "payload": {}}}) == "NOT_FOUND"  # tenants create none
+    assert tenants.get(pool, PLATFORM, "other") is None
