@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from db import health
+from db import catalog, health
 from db.errors import InvalidInput, NotFound
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
@@ -108,7 +108,8 @@ def check_endpoint(endpoint: str) -> str:
 
 
 def check_event_types(event_types: Sequence[str]) -> list[str]:
-    """Return the distinct, non-empty event types, in the order given."""
+    """Return the distinct, non-empty event types (or patterns: `prefix.*`, `*`), in the order
+    given."""
     cleaned = list(dict.fromkeys(t.strip() for t in event_types))
     if not cleaned:
         raise InvalidInput("eventTypes: give at least one event type")
@@ -117,6 +118,7 @@ def check_event_types(event_types: Sequence[str]) -> list[str]:
             raise InvalidInput("eventTypes: event types must not be empty")
         if len(event_type) > MAX_EVENT_TYPE_LENGTH:
             raise InvalidInput(f"eventTypes: longer than {MAX_EVENT_TYPE_LENGTH} characters")
+        catalog.check_subscription(event_type)
     return cleaned
 
 

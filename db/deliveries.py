@@ -59,6 +59,7 @@ class Claimed:
     config_version: int = 0  # the config's version when it was claimed (config_versions)
     ordering_key: str | None = None  # of an ordered config's delivery: its key
     sequence: int | None = None  # and its place, 1, 2, 3… per config and key
+    deprecated: bool = False  # its event's type is deprecated in the catalog
 
 
 @dataclass(frozen=True)

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from db import catalog
+from db.catalog import subscription_patterns
 from db.errors import InvalidInput
 from db.event_keys import given_ordering_key
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_type
 from db.sql import QUERIES
+from db.vocabulary import PoisonKind
 
 MAX_ID_LENGTH = 255
 MAX_TYPE_LENGTH = 255
@@ -37,6 +40,7 @@ class NewEvent:
     # The uid a broker message named its tenant by, until the tenant is looked up (then
     # `tenant_id` is UNRESOLVED_TENANT, which ingest refuses).
     tenant_uid: str | None = None
+    schema_version: int | None = None  # of its type's schema, its payload checked against
     key: bytes | None = None
     ordering_key: str | None = None
     trace_parent: str | None = None
@@ -109,6 +113,9 @@ def ingest(cursor: Any, events: Sequence[NewEvent], *, source: str) -> IngestCou
             "tenant_ids": [e.tenant_id for e in events],
             "batch_tenants": sorted({e.tenant_id for e in events}),
             "types": [e.type for e in events],
+            "patterns": sorted({pattern for e in events
+                                for pattern in subscription_patterns(e.type)}),
+            "schema_versions": [e.schema_version for e in events],
             "payloads": [e.payload for e in events],
             "occurred_at": [e.occurred_at for e in events],
             "keys": [e.key for e in events],
@@ -130,18 +137,62 @@ class Published:
     duplicate: bool
 
 
-def publish(pool: ConnectionPool, event: NewEvent, *, source: str = "api") -> Published:
+@dataclass(frozen=True)
+class Refusal:
+    """An event the catalog refuses: its place among those checked, and why."""
+
+    index: int
+    reason: str
+    kind: PoisonKind  # SCHEMA_MISMATCH or UNKNOWN_TYPE
+
+
+def check_against_catalog(cursor: Any, events: Sequence[NewEvent], *, strict: bool
+                          ) -> tuple[list[NewEvent], list[Refusal]]:
+    """In the caller's transaction, check events against the catalog: a payload must satisfy
+    its type's current schema (each event then says which version it was checked against),
+    and with `strict` its type must be in the catalog. Return the events that pass, and why
+    the others do not."""
+    found = catalog.checked_types(cursor, [event.type for event in events])
+    passed, refused = [], []
+    known: list[str] | None = None
+    for index, event in enumerate(events):
+        entry = found.get(event.type)
+        if entry is None:
+            if not strict:
+                passed.append(event)
+                continue
+            known = catalog.names_in(cursor) if known is None else known
+            refused.append(Refusal(index, catalog.unknown_type(event.type, known),
+                                   PoisonKind.UNKNOWN_TYPE))
+            continue
+        checked, schema_text = entry
+        reason = (None if schema_text is None else catalog.violation(
+            schema_text, event.type, checked.schema_version, json.loads(event.payload)))
+        if reason is None:
+            passed.append(replace(event, schema_version=checked.schema_version or None))
+        else:
+            refused.append(Refusal(index, reason, PoisonKind.SCHEMA_MISMATCH))
+    return passed, refused
+
+
+def publish(pool: ConnectionPool, event: NewEvent, *, source: str = "api",
+            strict: bool = False) -> Published:
     """Store one event with its deliveries; return them (idempotent on the tenant and id)."""
-    (published,) = publish_all(pool, [event], source=source)
+    (published,) = publish_all(pool, [event], source=source, strict=strict)
     return published
 
 
 def publish_all(pool: ConnectionPool, events: Sequence[NewEvent], *,
-                source: str = "api") -> list[Published]:
+                source: str = "api", strict: bool = False) -> list[Published]:
     """Store events (of one or several tenants) with their deliveries in one transaction;
-    return each one's deliveries, in order (idempotent on each event's tenant and id)."""
+    return each one's deliveries, in order (idempotent on each event's tenant and id).
+    InvalidInput, storing nothing, when the catalog refuses one (its schema, or `strict` and
+    a type it does not have)."""
     published = []
     with pool.transaction() as cursor:
+        events, refused = check_against_catalog(cursor, events, strict=strict)
+        if refused:
+            raise InvalidInput(refused[0].reason)
         ingest(cursor, events, source=source)
         for event in events:
             cursor.execute(QUERIES["deliveries_of_event"],

@@ -48,6 +48,8 @@ class PoisonKind(StrEnum):
     UNSTORABLE = "unstorable"  # the database refused it
     INVALID_TENANT = "invalid_tenant"  # a tenant uid that cannot name one, or named twice
     UNKNOWN_TENANT = "unknown_tenant"  # no live tenant has the uid: replayable once one does
+    SCHEMA_MISMATCH = "schema_mismatch"  # the payload fails its type's schema in the catalog
+    UNKNOWN_TYPE = "unknown_type"  # the catalog is strict and has no such type
 
 
 REPLAYABLE = (Status.FAILED, Status.PENDING)  # what a replay changes (failed: a new generation)

@@ -14,6 +14,7 @@ from db.errors import InvalidInput
 from db.vocabulary import SECRET_PREFIX, Ordering, Status
 from graphql_schema import arguments, tenancy
 from graphql_schema.access import operator_mutation
+from graphql_schema.catalog_api import check_subscriptions
 from graphql_schema.context import Info
 from graphql_schema.types import Config, DeliveryOrdering
 
@@ -94,7 +95,7 @@ def _new_config(info: Info, input: CreateConfigInput) -> NewConfig:
     """Return the config `input` asks for, its texts and endpoint checked."""
     return NewConfig(tenant_id=tenancy.owner(info, input.tenant).id,
                      endpoint=_endpoint(info, input.endpoint),
-                     event_types=arguments.texts(input.event_types, "eventTypes"),
+                     event_types=_subscriptions(info, input.event_types),
                      name=arguments.text(input.name, "name"),
                      secret=arguments.text(input.secret, "secret"),
                      active=input.active,
@@ -102,6 +103,13 @@ def _new_config(info: Info, input: CreateConfigInput) -> NewConfig:
                      rate_per_second=input.rate_per_second,
                      ordering=Ordering(input.ordering.value),
                      block_on_failure=input.block_on_failure)
+
+
+def _subscriptions(info: Info, given: list[str] | None) -> list[str] | None:
+    """Return a config's subscriptions, checked against the catalog when it is strict."""
+    subscriptions = arguments.texts(given, "eventTypes")
+    check_subscriptions(info, subscriptions)
+    return subscriptions
 
 
 def _given(value: Any) -> Any:
@@ -150,7 +158,7 @@ class ConfigMutations:
             info.context.scope,
             _config_id(id),
             endpoint=_endpoint(info, _given(input.endpoint)),
-            event_types=arguments.texts(_given(input.event_types), "eventTypes"),
+            event_types=_subscriptions(info, _given(input.event_types)),
             name=arguments.text(_given(input.name), "name"),
             set_name=input.name is not strawberry.UNSET,
             max_in_flight=_limit(input.max_in_flight),

@@ -50,6 +50,7 @@ class Context:
     token_name: str | None = None  # the name of the caller's token (never the token)
     tenant_uid: str | None = None  # the tenant the caller's token acts for (None: platform)
     create_tenants_on_publish: bool = False  # a publish to an unknown uid creates the tenant
+    strict_event_types: bool = False  # only the catalog's types, at publish and in subscriptions
     tenants_seen: dict = field(default_factory=dict)  # tenants looked up by this request, by id
     # Reads a rejected broker message again as the consumer reads a message (or raises
     # InvalidInput saying why it still cannot be an event); unset: replays are unavailable.

@@ -15,6 +15,7 @@ from db.errors import InvalidInput
 from db.tenants import Tenant
 from graphql_schema import tenancy
 from graphql_schema.access import operator_mutation
+from graphql_schema.catalog_api import CatalogMutations
 from graphql_schema.config_mutations import ConfigMutations
 from graphql_schema.context import Info
 from graphql_schema.health_mutations import HealthMutations
@@ -100,7 +101,8 @@ class EventMutations:
                                  max_payload=info.context.max_payload,
                                  ordering_key=input.ordering_key)
         batch = [dataclasses.replace(event, tenant_id=tenant.id) for tenant in recipients]
-        published = events.publish_all(info.context.pool, batch, source="api")
+        published = events.publish_all(info.context.pool, batch, source="api",
+                                       strict=info.context.strict_event_types)
         info.context.telemetry.ingested("api", sum(not p.duplicate for p in published))
         return PublishedEvent(
             event_id=event.id, duplicate=all(p.duplicate for p in published),
@@ -112,4 +114,5 @@ class EventMutations:
 
 
 Mutation = merge_types("Mutation", (ConfigMutations, EventMutations, HealthMutations,
-                                   ReplayMutations, TenantMutations, RejectedReplayMutations))
+                                   ReplayMutations, TenantMutations, RejectedReplayMutations,
+                                   CatalogMutations))

@@ -17,6 +17,7 @@ from db.errors import InvalidInput, NotFound
 from db.scope import Scope
 from graphql_schema import arguments, cursors, filters, history
 from graphql_schema.access import PlatformOnly
+from graphql_schema.catalog_api import CatalogQueries
 from graphql_schema.connections import (
     COUNT_BOUND,
     DEFAULT_PAGE,
@@ -271,4 +272,4 @@ class DeliveryQueries:
                           count=lambda: rejected.count(info.context.pool))
 
 
-Query = merge_types("Query", (DeliveryQueries, TenantQueries))
+Query = merge_types("Query", (DeliveryQueries, TenantQueries, CatalogQueries))

@@ -94,6 +94,15 @@ def _run(info: Info, *, ids: list[int] | None = None, tenant_uid: str | None = N
         if ids is not None and not found:
             raise NotFound(f"rejected event {ids[0]} not found (or replayed already)")
         ready, still = _read_again(info, found)
+        passed, refused = events.check_against_catalog(
+            cursor, [event for _, event, _ in ready], strict=info.context.strict_event_types)
+        refused_at = {refusal.index: refusal.reason for refusal in refused}
+        still += [StillRejected(rejected_event_id=strawberry.ID(str(message.id)),
+                                reason=refused_at[index])
+                  for index, (message, _, _) in enumerate(ready) if index in refused_at]
+        ready = [(message, event, uid) for (message, _, uid), event in zip(
+            [r for index, r in enumerate(ready) if index not in refused_at], passed,
+            strict=True)]
         events.ingest(cursor, [event for _, event, _ in ready], source="kafka")
         rejected.mark_replayed(cursor, [message.id for message, _, _ in ready])
     info.context.telemetry.ingested("kafka", len(ready))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -10,6 +11,7 @@ from typing import TypeVar
 
 import gevent
 import gevent.util
+import psycopg2
 import requests
 
 from service.local.processes import worker_environment
@@ -97,3 +99,24 @@ def worker_metric(worker, name: str, **labels: str) -> float:
         if line.startswith(name + ("{" + wanted + "}" if labels else " ")):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
+
+
+def plans_as_run(dsn: str, statement: str) -> dict:
+    """Run `statement` (rolled back) and return its plan as it ran, with the plans of the
+    statements the functions it calls ran (auto_explain, sent back as log messages): what a
+    PL/pgSQL function reads is not in the caller's EXPLAIN."""
+    connection = psycopg2.connect(dsn)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("LOAD 'auto_explain'")
+            for setting in ("auto_explain.log_min_duration = 0", "auto_explain.log_analyze = on",
+                            "auto_explain.log_nested_statements = on",
+                            "auto_explain.log_format = 'json'", "client_min_messages = 'log'"):
+                cursor.execute(f"SET {setting}")
+            cursor.execute(statement)
+        connection.rollback()
+        logged = [json.loads(notice.split("plan:", 1)[1]) for notice in connection.notices
+                  if "plan:" in notice]
+    finally:
+        connection.close()
+    return {"Plans": [plan["Plan"] for plan in logged]}

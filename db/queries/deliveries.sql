@@ -139,7 +139,10 @@ SELECT d.id, d.event_id, e.type AS event_type, e.payload::text AS payload, e.occ
        -- an ordered config's requests say the key and its place (webhook-sequence)
        CASE WHEN c.ordering = 'per_key' THEN d.sequence END AS sequence,
        CASE WHEN c.ordering = 'per_key' AND d.sequence IS NOT NULL THEN d.ordering_key END
-           AS ordering_key
+           AS ordering_key,
+       -- its type is deprecated in the catalog: its requests say so (webhook-deprecated)
+       coalesce((SELECT t.deprecated_at IS NOT NULL FROM event_types t WHERE t.name = e.type),
+                false) AS deprecated
 FROM claimed d
 JOIN events e ON e.tenant_id = d.tenant_id AND e.id = d.event_id
 JOIN configs c ON c.id = d.config_id

@@ -45,6 +45,8 @@ def headers(claimed: Claimed, payload: bytes, *, now: float | None = None) -> di
     if claimed.sequence is not None and claimed.ordering_key is not None:
         sent["webhook-ordering-key"] = header_text(claimed.ordering_key)
         sent["webhook-sequence"] = str(claimed.sequence)
+    if claimed.deprecated:
+        sent["webhook-deprecated"] = "true"  # its type is deprecated in the catalog
     return sent
 
 

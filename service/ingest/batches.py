@@ -46,12 +46,14 @@ class Progress:
 
 
 def store_batch(pool: ConnectionPool, batch: Sequence[ConsumerRecord], *, max_payload: int,
-                telemetry: Telemetry, progress: Progress, create_tenants: bool) -> None:
+                telemetry: Telemetry, progress: Progress, create_tenants: bool,
+                strict_event_types: bool = False) -> None:
     """Store a batch's events and rejections, all or (on a data error) each on its own.
 
     The tenants the batch's messages name are looked up at once; a message for a tenant that
     does not exist (or is deleted) is rejected, replayable once it does, unless
-    `create_tenants` creates it."""
+    `create_tenants` creates it. So is one the catalog refuses: a payload that fails its
+    type's schema, or (with `strict_event_types`) a type the catalog does not have."""
     parsed: list[tuple[ConsumerRecord, NewEvent]] = []
     poisons: list[tuple[ConsumerRecord, Poison]] = []
     for record in batch:
@@ -61,6 +63,8 @@ def store_batch(pool: ConnectionPool, batch: Sequence[ConsumerRecord], *, max_pa
             poisons.append((record, poison))
     goods, unknown = _with_tenants(pool, parsed, create_tenants=create_tenants)
     poisons += unknown
+    goods, refused = _checked(pool, goods, strict=strict_event_types)
+    poisons += refused
     try:
         with pool.transaction() as cursor:
             counts = events.ingest(cursor, [event for _, event in goods], source="kafka")
@@ -95,6 +99,22 @@ def _with_tenants(pool: ConnectionPool, parsed: list[tuple[ConsumerRecord, NewEv
         else:
             goods.append((record, replace(event, tenant_id=tenant_id)))
     return goods, unknown
+
+
+def _checked(pool: ConnectionPool, goods: list[tuple[ConsumerRecord, NewEvent]], *,
+             strict: bool) -> tuple[list[tuple[ConsumerRecord, NewEvent]],
+                                    list[tuple[ConsumerRecord, Poison]]]:
+    """Return the events the catalog lets through (each with the schema version it was checked
+    against), and the others as poison."""
+    if not goods:
+        return [], []
+    with pool.transaction() as cursor:
+        passed, refused = events.check_against_catalog(
+            cursor, [event for _, event in goods], strict=strict)
+    refused_at = {refusal.index for refusal in refused}
+    records = [record for index, (record, _) in enumerate(goods) if index not in refused_at]
+    return (list(zip(records, passed, strict=True)),
+            [(goods[r.index][0], Poison(r.kind, r.reason)) for r in refused])
 
 
 def _parse(record: ConsumerRecord, max_payload: int) -> NewEvent:

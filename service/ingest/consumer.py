@@ -39,6 +39,7 @@ from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, T
 from kafka.errors import KafkaError
 
 from db import stalls
+from db.catalog import CatalogMode
 from db.errors import DatabaseError
 from db.pool import ConnectionPool
 from db.stalls import Stall
@@ -133,7 +134,8 @@ class Consumer:
             store_batch(self.pool, [record for records in polled.values() for record in records],
                         max_payload=self.settings.max_payload, telemetry=self.telemetry,
                         progress=self.progress,
-                        create_tenants=self.settings.create_tenants_on_publish)
+                        create_tenants=self.settings.create_tenants_on_publish,
+                        strict_event_types=self.settings.event_types == CatalogMode.STRICT)
         except Exception as error:
             self._rewind(client, polled)
             log.warning("storing a batch failed; nothing committed, reading it again",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from db.catalog import CatalogMode
 from db.pool import ConnectionPool
 from db.scope import Scope
 from graphql_schema.context import Context
@@ -28,6 +29,7 @@ def api_context(pool: ConnectionPool, telemetry: Telemetry, settings: Settings, 
         scope=scope,
         tenant_uid=tenant_uid,
         create_tenants_on_publish=settings.create_tenants_on_publish,
+        strict_event_types=settings.event_types == CatalogMode.STRICT,
         read_rejected=read_rejected,
         max_payload=settings.max_payload,
         secret_rotation_grace=settings.secret_rotation_grace,

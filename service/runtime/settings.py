@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from db.catalog import CatalogMode
 from db.pool import ConnectionPool, Pooler
 from service.policy.claim_age import HOLD, RECORD_MARGIN, shortest_claim_timeout
 from service.policy.classify import DEFAULT_RETRYABLE_TEXT, parse_status_codes
@@ -181,6 +182,10 @@ class Settings:
     )
     max_payload: int = _setting(
         "WEBHOOKS_MAX_PAYLOAD", "1MiB", parse_size, "largest accepted event payload"
+    )
+    event_types: CatalogMode = _setting(
+        "WEBHOOKS_EVENT_TYPES", "open", member_of(CatalogMode),
+        "open: any event type; strict: only the catalog's, at publish and in subscriptions",
     )
     create_tenants_on_publish: bool = _setting(
         "WEBHOOKS_CREATE_TENANTS_ON_PUBLISH", "false", parse_bool,

@@ -75,6 +75,9 @@ def test_every_mutation_is_forbidden_to_a_viewer(viewer, make):
         "revokeApiToken": '(name: "n") { name }',
         "replayRejectedEvent": '(id: "1") { replayed { eventId } }',
         "replayRejectedEvents": '(tenant: "t") { replayed { eventId } }',
+        "createEventType": '(input: {name: "t.x"}) { name }',
+        "updateEventType": '(name: "t.x", input: {description: "d"}) { name }',
+        "deprecateEventType": '(name: "t.x", reason: "r") { name }',
     }
     mutations = viewer.data('{ __type(name: "Mutation") { fields { name } } }')
     assert set(arguments) == {field["name"] for field in mutations["__type"]["fields"]}

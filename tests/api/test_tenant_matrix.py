@@ -289,6 +289,16 @@ def tenant_by_uid(w: World) -> None:
     assert w.a.data('{ tenant(uid: "a") { uid stats { pending } } }')["tenant"]["uid"] == "a"
 
 
+def catalog_is_shared(w: World) -> None:
+    """The catalog is the platform's, the same for every tenant: it holds no tenant's data."""
+    query = "{ eventTypes { edges { node { name schema(version: 1) } } } }"
+    w.platform.data('mutation { createEventType(input: {name: "shared.one", schema: '
+                    '{type: "object"}}) { name } }')
+    assert w.a.data(query) == w.b.data(query) == w.platform.data(query)
+    assert w.a.data('{ eventType(name: "shared.one") { name } }') == \
+        w.b.data('{ eventType(name: "shared.one") { name } }')
+
+
 MATRIX: dict[str, Callable[[World], None]] = {
     "Query.deliveries": deliveries_listing,
     "Query.delivery": lambda w: _not_found(
@@ -339,6 +349,15 @@ MATRIX: dict[str, Callable[[World], None]] = {
                                                   '{ replayed { eventId } } }'),
     "Mutation.replayRejectedEvents": platform_only('mutation { replayRejectedEvents(tenant: '
                                                    '"b") { replayed { eventId } } }'),
+    "Query.eventTypes": catalog_is_shared,
+    "Query.eventType": catalog_is_shared,
+    "EventType.schema": catalog_is_shared,
+    "Mutation.createEventType": platform_only('mutation { createEventType(input: '
+                                              '{name: "a.b"}) { name } }'),
+    "Mutation.updateEventType": platform_only('mutation { updateEventType(name: "a.b", '
+                                              'input: {description: "x"}) { name } }'),
+    "Mutation.deprecateEventType": platform_only('mutation { deprecateEventType(name: '
+                                                 '"a.b", reason: "x") { name } }'),
     "TenantEdge.node": platform_only("{ tenants { edges { node { uid } } } }"),
     "TenantDeletion.tenant": platform_only('mutation { deleteTenant(uid: "b") '
                                            '{ tenant { uid } } }'),

@@ -8,8 +8,10 @@ import json
 import psycopg2
 
 from db import configs, events
+from db.catalog import subscription_patterns
 from db.scope import DEFAULT_TENANT_ID, PLATFORM
 from db.sql import QUERIES
+from tests.helpers import plans_as_run
 
 MANY = 25_000
 
@@ -53,11 +55,15 @@ def test_an_events_subscribers_are_found_through_the_subscriptions_index(make):
     subscribed = [make.config(event_types=["order.paid"]).id for _ in range(3)]
     event = events.new_event("evt-1", "order.paid", {}, tenant_id=DEFAULT_TENANT_ID,
                              max_payload=1 << 20)
-    plan = _plan(make, QUERIES["ingest_events"], {
-        "ids": [event.id], "tenant_ids": [event.tenant_id],
-        "batch_tenants": [event.tenant_id], "types": [event.type], "payloads": [event.payload],
-        "occurred_at": [None], "keys": [None], "ordering_keys": [None], "trace_parents": [None],
-        "trace_states": [None], "source": "api"})
+    with make.pool.connection() as conn, conn.cursor() as cursor:
+        statement = cursor.mogrify(QUERIES["ingest_events"], {
+            "ids": [event.id], "tenant_ids": [event.tenant_id],
+            "batch_tenants": [event.tenant_id], "types": [event.type],
+            "payloads": [event.payload], "patterns": subscription_patterns(event.type),
+            "schema_versions": [None], "occurred_at": [None], "keys": [None],
+            "ordering_keys": [None], "trace_parents": [None], "trace_states": [None],
+            "source": "api"}).decode()
+    plan = plans_as_run(make.pool.dsn, statement)  # the subscribers' look-up is a function
     assert any(n.get("Index Name") in ("configs_subscribed", "configs_subscribed_in_tenant")
                for n in _nodes(plan)), json.dumps(plan)
     assert all(n["Node Type"] != "Seq Scan" for n in _reads_of(plan, "configs"))

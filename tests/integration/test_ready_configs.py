@@ -16,6 +16,7 @@ from db import deliveries, health
 from db.scope import PLATFORM
 from db.sql import QUERIES
 from tests.endpoint_health import RULES, claim, events_for, result, row, stage
+from tests.helpers import plans_as_run
 
 DISAGREEMENTS = """
 SELECT h.config_id, h.next_due_at, truth.due
@@ -165,23 +166,10 @@ def test_a_claim_reads_no_health_row_of_an_idle_paused_or_open_config(make):
 
 
 def _plan(make, name: str, params: dict) -> dict:
-    """Run the named statement (rolled back) and return its plan as it ran, with the plans of
-    the statements the functions it calls ran (auto_explain, sent back as log messages)."""
-    connection = psycopg2.connect(make.pool.dsn)
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("LOAD 'auto_explain'")
-            for setting in ("auto_explain.log_min_duration = 0", "auto_explain.log_analyze = on",
-                            "auto_explain.log_nested_statements = on",
-                            "auto_explain.log_format = 'json'", "client_min_messages = 'log'"):
-                cursor.execute(f"SET {setting}")
-            cursor.execute(cursor.mogrify(QUERIES[name], params).decode())
-        connection.rollback()
-        logged = [json.loads(notice.split("plan:", 1)[1]) for notice in connection.notices
-                  if "plan:" in notice]
-    finally:
-        connection.close()
-    return {"Plans": [plan["Plan"] for plan in logged]}
+    """Run the named statement (rolled back) and return its plans as they ran."""
+    with make.pool.connection() as conn, conn.cursor() as cursor:
+        statement = cursor.mogrify(QUERIES[name], params).decode()
+    return plans_as_run(make.pool.dsn, statement)
 
 
 def _claim_plan(make, limit: int) -> dict:
