@@ -69,15 +69,19 @@ def histories(draw):
     rate = draw(st.one_of(st.sampled_from(SPECIAL_RATES),
                           st.floats(0.01, 10_000, allow_nan=False)))
     spacing, burst = spacing_of(rate), burst_of(rate)
-    gaps = st.one_of(st.just(0), st.integers(0, 3 * spacing),
+    # Gaps of whole spacings give or take a microsecond find the rule's edges.
+    edges = st.builds(lambda spacings, off: max(0, spacings * spacing + off),
+                      st.integers(0, burst + 1), st.integers(-2, 2))
+    gaps = st.one_of(st.just(0), edges, st.integers(0, 3 * spacing),
                      st.integers(0, spacing * burst + spacing))
     counts = st.one_of(st.integers(0, 4), st.integers(0, min(2 * burst + 2, 1500)))
     return rate, draw(st.lists(st.tuples(gaps, counts), min_size=1, max_size=8))
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(history=histories())
-def test_no_span_of_time_holds_more_than_a_burst_and_the_rates_share(pool, limited, history):
+def test_as_many_events_fit_as_a_burst_allows_and_no_span_holds_more_than_its_share(
+        pool, limited, history):
     rate, calls = history
     tenants.update(pool, TENANT, events_per_second=rate)
     spacing, burst = spacing_of(rate), burst_of(rate)
@@ -88,8 +92,12 @@ def test_no_span_of_time_holds_more_than_a_burst_and_the_rates_share(pool, limit
         ahead = None if schedule is None else schedule - clock
         waiting, after = take(pool, limited.id, ahead, count)
         granted = count - len(waiting)
-        # A call gets the first of its events that fit, in order.
+        # A call gets the first of its events that fit within a burst's span of now, in order.
+        counted = min(max(ahead or 0, 0), spacing * burst)  # the schedule, never before now
+        assert granted == min(count, (spacing * burst - counted) // spacing)
         assert sorted(waiting) == list(range(granted, count))
+        if granted:
+            assert after == counted + granted * spacing
         if waiting:
             (wait,) = {microseconds(w.seconds) for w in waiting.values()}
             assert wait > 0
