@@ -159,13 +159,14 @@ class Consumer:
 
     def _release_waiting(self, client: KafkaConsumer) -> int:
         """Resume the partitions whose wait is over; return how long the next poll may wait
-        (ms) before the next one's is."""
+        (ms): POLL_TIMEOUT_MS, or less when another wait ends sooner."""
         now = time.monotonic()
         due = [tp for tp, until in self.waiting.items() if until <= now]
         for tp in due:
             del self.waiting[tp]
-        if due:
-            client.resume(*due)
+        assigned = client.assignment()
+        if resumed := [tp for tp in due if tp in assigned]:
+            client.resume(*resumed)
         next_release = min(self.waiting.values(), default=math.inf)
         return int(min(POLL_TIMEOUT_MS, max(0.0, (next_release - now) * 1000)))
 
