@@ -57,6 +57,15 @@ class Conflict(DatabaseError):
     """The request contradicts an earlier one (e.g. an idempotency key reused)."""
 
 
+class RateLimited(DatabaseError):
+    """A tenant is over its published events per second: nothing was stored; the same call
+    fits again in `retry_after` seconds (if nothing else is published meanwhile)."""
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 @contextlib.contextmanager
 def translated() -> Iterator[None]:
     """Re-raise psycopg2 errors as the service's own."""

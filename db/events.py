@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -10,10 +11,10 @@ from typing import Any
 
 from db import catalog
 from db.catalog import subscription_patterns
-from db.errors import InvalidInput
+from db.errors import InvalidInput, RateLimited
 from db.event_keys import given_ordering_key
 from db.pool import ConnectionPool
-from db.rows import as_dict, as_type
+from db.rows import as_dict, as_dicts, as_type
 from db.sql import QUERIES
 from db.vocabulary import PoisonKind
 
@@ -129,6 +130,40 @@ def ingest(cursor: Any, events: Sequence[NewEvent], *, source: str) -> IngestCou
 
 
 @dataclass(frozen=True)
+class Waiting:
+    """An event over its tenant's published events per second: it fits in `seconds`."""
+
+    tenant_uid: str
+    seconds: float
+
+
+def take_publish_slots(cursor: Any, events: Sequence[NewEvent]) -> dict[int, Waiting]:
+    """Take, within the caller's transaction, a slot of its tenant's publish rate for each of
+    `events` that is new, in their order, as far as each rate allows now; return the index of
+    each event that must wait (an event stored before, or of a tenant without a rate, never
+    does).
+
+    Run it first in the transaction that stores them: it locks the rate-limited tenants' rows
+    (in id order), which come before every other row a publish locks.
+    """
+    if not events:
+        return {}
+    cursor.execute(QUERIES["take_publish_slots"], {"tenant_ids": [e.tenant_id for e in events],
+                                                   "ids": [e.id for e in events]})
+    return {row["index"]: Waiting(row["uid"], float(row["wait_seconds"]))
+            for row in as_dicts(cursor)}
+
+
+def refusal(waiting: dict[int, Waiting]) -> RateLimited:
+    """Return the error of a publish refused for the tenants' rates `waiting` names: its
+    retry_after is when all of them fit, rounded up to the millisecond."""
+    uids = ", ".join(repr(uid) for uid in sorted({w.tenant_uid for w in waiting.values()}))
+    seconds = math.ceil(max(w.seconds for w in waiting.values()) * 1000) / 1000
+    return RateLimited(f"over the events-per-second limit of tenant {uids}: nothing stored; "
+                       f"retry in {seconds:g} s", retry_after=seconds)
+
+
+@dataclass(frozen=True)
 class Published:
     """The deliveries of a published event; `duplicate` when its id was already stored (then
     the event stored first, with its payload, is the one delivered)."""
@@ -187,12 +222,18 @@ def publish_all(pool: ConnectionPool, events: Sequence[NewEvent], *,
     """Store events (of one or several tenants) with their deliveries in one transaction;
     return each one's deliveries, in order (idempotent on each event's tenant and id).
     InvalidInput, storing nothing, when the catalog refuses one (its schema, or `strict` and
-    a type it does not have)."""
+    a type it does not have).
+
+    All or nothing: when a tenant's rate cannot take its new event now, nothing is stored and
+    RateLimited says when the call would fit."""
     published = []
     with pool.transaction() as cursor:
         events, refused = check_against_catalog(cursor, events, strict=strict)
         if refused:
             raise InvalidInput(refused[0].reason)
+        waiting = take_publish_slots(cursor, events)
+        if waiting:
+            raise refusal(waiting)
         ingest(cursor, events, source=source)
         for event in events:
             cursor.execute(QUERIES["deliveries_of_event"],

@@ -17,6 +17,7 @@ from db.errors import (
     InvalidInput,
     NotEligible,
     NotFound,
+    RateLimited,
 )
 
 NOT_FOUND = "NOT_FOUND"
@@ -25,6 +26,7 @@ IDEMPOTENCY_CONFLICT = "IDEMPOTENCY_CONFLICT"
 BAD_USER_INPUT = "BAD_USER_INPUT"
 UNAUTHENTICATED = "UNAUTHENTICATED"
 FORBIDDEN = "FORBIDDEN"
+RATE_LIMITED = "RATE_LIMITED"  # a tenant over its events per second; `retryAfter` says when
 UNAVAILABLE = "UNAVAILABLE"  # the database cannot be reached; retrying later may work
 INTERNAL_SERVER_ERROR = "INTERNAL_SERVER_ERROR"  # a fault of ours, logged with its traceback
 
@@ -34,6 +36,7 @@ EXPECTED = (
     (NotFound, NOT_FOUND),
     (NotEligible, NOT_ELIGIBLE),
     (Conflict, IDEMPOTENCY_CONFLICT),
+    (RateLimited, RATE_LIMITED),
 )
 UNAVAILABLE_MESSAGE = "the database is unavailable; try again shortly"
 INTERNAL_MESSAGE = "internal error; the server log has the details"
@@ -77,9 +80,12 @@ def coded(error: GraphQLError) -> GraphQLError:
         message = UNAVAILABLE_MESSAGE
     elif code == INTERNAL_SERVER_ERROR:
         message = INTERNAL_MESSAGE
+    extensions = {**(error.extensions or {}), "code": code}
+    if isinstance(error.original_error, RateLimited):
+        extensions["retryAfter"] = error.original_error.retry_after
     return GraphQLError(message, nodes=error.nodes, source=error.source,
-                        positions=error.positions, path=error.path,
-                        extensions={**(error.extensions or {}), "code": code})
+                        positions=error.positions, path=error.path, extensions=extensions)
+
 
 
 def log_unexpected(errors: list[GraphQLError]) -> None:

@@ -93,7 +93,9 @@ def _recipients(info: Info, given: PublishEventInput) -> list[Tenant]:
 @strawberry.type
 class EventMutations:
     @operator_mutation(description="Store an event and one delivery per subscribed config of "
-                                   "its tenant (or of each of its tenants).")
+                                   "its tenant (or of each of its tenants). Over a tenant's "
+                                   "`eventsPerSecond`: RATE_LIMITED (with `retryAfter`, "
+                                   "HTTP 429), and nothing is stored.")
     def publish_event(self, info: Info, input: PublishEventInput) -> PublishedEvent:
         recipients = _recipients(info, input)
         event = events.new_event(input.id or f"evt_{uuid.uuid4().hex}", input.type,

@@ -8,6 +8,7 @@ Each request is counted by operation (its first root field) and outcome, with it
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -26,6 +27,7 @@ from graphql_schema.errors import (
     BAD_USER_INPUT,
     INTERNAL_MESSAGE,
     INTERNAL_SERVER_ERROR,
+    RATE_LIMITED,
     UNAUTHENTICATED,
     UNAVAILABLE,
     UNAVAILABLE_MESSAGE,
@@ -102,6 +104,16 @@ class GraphQLView(StrawberryView):
             g.graphql_observed.codes.extend(error.extensions["code"] for error in result.errors)
         return super().process_result(request, result)
 
+    def create_response(self, response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse],
+                        sub_response: Response) -> Response:
+        """Answer 429 with `Retry-After` (whole seconds, rounded up) when every error of the
+        request is RATE_LIMITED; every other answer keeps its status."""
+        seconds = retry_after(response_data)
+        if seconds is not None:
+            sub_response.status_code = 429
+            sub_response.headers["Retry-After"] = str(max(1, math.ceil(seconds)))
+        return super().create_response(response_data, sub_response)
+
     def dispatch_request(self) -> Response | str:
         started = time.perf_counter()
         g.graphql_observed = Observed()
@@ -146,6 +158,18 @@ def failure(status: int, code: str, message: str) -> Response:
     """Return a GraphQL-shaped error response for a request the schema did not run."""
     body = {"data": None, "errors": [{"message": message, "extensions": {"code": code}}]}
     return Response(json.dumps(body), status=status, content_type="application/json")
+
+
+def retry_after(response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse]
+                ) -> float | None:
+    """Return the longest `retryAfter` of a response's errors when every one is RATE_LIMITED
+    (None when there are none, or others)."""
+    results = response_data if isinstance(response_data, list) else [response_data]
+    extensions = [error.get("extensions") or {}
+                  for result in results for error in result.get("errors") or ()]
+    if not extensions or any(e.get("code") != RATE_LIMITED for e in extensions):
+        return None
+    return max(e["retryAfter"] for e in extensions)
 
 
 def too_deep(value: object, limit: int) -> bool:

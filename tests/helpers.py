@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TypeVar
 
 import gevent
@@ -14,6 +18,7 @@ import gevent.util
 import psycopg2
 import requests
 
+from service.local.ports import reserve_port
 from service.local.processes import worker_environment
 
 T = TypeVar("T")
@@ -22,6 +27,7 @@ T = TypeVar("T")
 # busy: a wait only bounds a hang, it never measures speed (bench/ does that).
 PATIENCE = 120.0
 PROBE_TIMEOUT = 10.0  # seconds one readiness probe may take before it counts as "not yet"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def wait_until(check: Callable[[], T], timeout: float = PATIENCE, interval: float = 0.05) -> T:
@@ -79,6 +85,31 @@ def wait_for_http(url: str, process: subprocess.Popen | None = None,
         return response if response.status_code == 200 else None
 
     return wait_until(answered, timeout=timeout, interval=0.1)
+
+
+@contextlib.contextmanager
+def web_process(database_url: str) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Run `webhooks web` with one gevent worker on a free port; yield its base URL and its
+    process, stopped (SIGTERM) at the end if it still runs."""
+    port = reserve_port()
+    env = {**os.environ, "DATABASE_URL": database_url, "WEB_CONCURRENCY": "1",
+           "WEBHOOKS_METRICS_PORT": "0"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "service", "web", "--port", str(port)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/healthz", process)
+        yield url, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.communicate(timeout=PATIENCE)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
 
 
 def worker_process(database_url: str, *, program: list[str] | None = None,

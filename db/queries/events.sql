@@ -61,3 +61,66 @@ ORDER BY id
 -- Say whether the current transaction stored the event (or found it stored before)
 SELECT xmin = pg_current_xact_id()::xid FROM events
 WHERE tenant_id = %(tenant_id)s AND id = %(event_id)s
+
+-- take_publish_slots --
+-- Take a slot of its tenant's publish rate for each given event not stored before, in the order given, as many as each rate-limited tenant's schedule allows now (those tenants locked in id order); return the index of each given event that must wait, with its tenant's uid and the seconds until its tenant's next events (a burst at most) fit
+WITH given AS (
+    SELECT g.tenant_id, g.id, g.position
+    FROM unnest(%(tenant_ids)s::bigint[], %(ids)s::text[]) WITH ORDINALITY
+        AS g (tenant_id, id, position)
+),
+limited AS MATERIALIZED (
+    -- Locked in id order, the tenants' rows before anything else the publish locks: a
+    -- concurrent publish of the same tenant waits here, then reads the schedule this one left.
+    SELECT t.id, t.uid, t.events_per_second, t.publish_schedule
+    FROM tenants t
+    WHERE t.id = ANY (%(tenant_ids)s::bigint[]) AND t.events_per_second IS NOT NULL
+    ORDER BY t.id
+    FOR NO KEY UPDATE
+),
+fresh AS (
+    -- Each tenant's events that this publish may store (an id given twice counts once, at
+    -- its first place), numbered in the order given; an event stored before takes no slot.
+    SELECT f.tenant_id, f.id, row_number() OVER (PARTITION BY f.tenant_id
+                                                 ORDER BY f.position) AS turn
+    FROM (SELECT g.tenant_id, g.id, min(g.position) AS position
+          FROM given g
+          JOIN limited l ON l.id = g.tenant_id
+          WHERE NOT EXISTS (SELECT 1 FROM events e
+                            WHERE e.tenant_id = g.tenant_id AND e.id = g.id)
+          GROUP BY g.tenant_id, g.id) f
+),
+rule AS (
+    -- In whole microseconds: the spacing of two events (rounded up, so never faster than the
+    -- rate), the burst (one second's worth rounded down, at least one event), the span of a
+    -- burst, and how far the schedule is ahead of now (at most a span: a raised rate applies
+    -- within one).
+    SELECT l.id, l.uid, r.spacing, r.burst, r.spacing * r.burst AS span,
+           least(greatest(0, (extract(epoch FROM l.publish_schedule - now()) * 1e6)::bigint),
+                 r.spacing * r.burst) AS ahead,
+           (SELECT count(*) FROM fresh f WHERE f.tenant_id = l.id) AS wanted
+    FROM limited l
+    CROSS JOIN LATERAL (
+        SELECT greatest(1, least(ceil(1e6 / l.events_per_second), 1e12))::bigint AS spacing,
+               greatest(1, least(floor(l.events_per_second), 1e6))::bigint AS burst) r
+),
+slots AS (
+    -- As many of its events as fit within the span from now.
+    SELECT id, uid, spacing, burst, span, ahead, wanted,
+           least(wanted, (span - ahead) / spacing) AS granted
+    FROM rule
+),
+taken AS (
+    UPDATE tenants t
+    SET publish_schedule = now() + (s.ahead + s.granted * s.spacing) * interval '1 microsecond'
+    FROM slots s
+    WHERE t.id = s.id AND s.granted > 0
+)
+SELECT g.position - 1 AS index, s.uid,
+       (s.ahead + (s.granted + least(s.wanted - s.granted, s.burst)) * s.spacing - s.span)
+           / 1e6 AS wait_seconds
+FROM fresh f
+JOIN slots s ON s.id = f.tenant_id
+JOIN given g ON g.tenant_id = f.tenant_id AND g.id = f.id
+WHERE f.turn > s.granted
+ORDER BY g.position

@@ -5,6 +5,9 @@ The events (db.events.ingest, the path of `publishEvent`) and the rejected messa
 events are stored in halves until the culprit stands alone; it is quarantined as
 `unstorable` and the rest is stored. An event id and a rejected message's position are
 stored at most once, so storing a batch again creates nothing new.
+
+An event over its tenant's events per second is not stored: it waits, and the batch says
+which messages wait and for how long (service.ingest.rate_holds holds their partitions).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from db import events, rejected, tenants
 from db.errors import InvalidData
@@ -22,6 +25,7 @@ from db.rejected import Rejection
 from db.scope import DEFAULT_TENANT_UID
 from db.vocabulary import PoisonKind
 from service.ingest.envelope import Poison, parse
+from service.ingest.rate_holds import in_turns
 from service.policy import safe_text
 from service.policy.halves import store_in_halves
 from service.runtime.telemetry import Telemetry
@@ -45,10 +49,15 @@ class Progress:
     rejected: int = 0
 
 
+Good = tuple["ConsumerRecord", NewEvent]
+Waiting = list[tuple["ConsumerRecord", float]]  # messages not stored, and seconds to wait
+
+
 def store_batch(pool: ConnectionPool, batch: Sequence[ConsumerRecord], *, max_payload: int,
                 telemetry: Telemetry, progress: Progress, create_tenants: bool,
-                strict_event_types: bool = False) -> None:
-    """Store a batch's events and rejections, all or (on a data error) each on its own.
+                strict_event_types: bool = False) -> Waiting:
+    """Store a batch's events and rejections, all or (on a data error) each on its own; return
+    the messages whose events wait for their tenants' rates, with how long.
 
     The tenants the batch's messages name are looked up at once; a message for a tenant that
     does not exist (or is deleted) is rejected, replayable once it does, unless
@@ -67,16 +76,29 @@ def store_batch(pool: ConnectionPool, batch: Sequence[ConsumerRecord], *, max_pa
     poisons += refused
     try:
         with pool.transaction() as cursor:
-            counts = events.ingest(cursor, [event for _, event in goods], source="kafka")
+            counts, waiting = _store_events(cursor, goods)
             stored = rejected.store(cursor, [_rejection(r, p) for r, p in poisons])
     except InvalidData:
-        counts, culprits = _isolate(pool, goods)
+        counts, waiting, culprits = _isolate(pool, goods)
         poisons += [(record, Poison(PoisonKind.UNSTORABLE, str(error)))
                     for record, error in culprits]
         with pool.transaction() as cursor:
             stored = rejected.store(cursor, [_rejection(r, p) for r, p in poisons])
     kinds = {_position(record): poison.kind for record, poison in poisons}
     _account(telemetry, progress, len(batch), counts, stored, kinds)
+    return waiting
+
+
+def _store_events(cursor: Any, goods: Sequence[Good]) -> tuple[IngestCounts, Waiting]:
+    """Store, within the caller's transaction, the events of `goods` their tenants' rates
+    allow now (their slots taken in turns across partitions), in the batch's order; return
+    the others with how long they wait."""
+    turns = in_turns([(record.topic, record.partition) for record, _ in goods])
+    slots = events.take_publish_slots(cursor, [goods[index][1] for index in turns])
+    waits = {turns[turn]: waiting.seconds for turn, waiting in slots.items()}
+    counts = events.ingest(cursor, [event for index, (_, event) in enumerate(goods)
+                                    if index not in waits], source="kafka")
+    return counts, [(goods[index][0], seconds) for index, seconds in sorted(waits.items())]
 
 
 def _with_tenants(pool: ConnectionPool, parsed: list[tuple[ConsumerRecord, NewEvent]], *,
@@ -130,19 +152,21 @@ def _parse(record: ConsumerRecord, max_payload: int) -> NewEvent:
         raise Poison(PoisonKind.UNREADABLE, f"{type(error).__name__}: {error}") from error
 
 
-def _isolate(pool: ConnectionPool, goods: list[tuple[ConsumerRecord, NewEvent]]
-             ) -> tuple[IngestCounts, list[tuple[ConsumerRecord, Exception]]]:
+def _isolate(pool: ConnectionPool, goods: list[Good]
+             ) -> tuple[IngestCounts, Waiting, list[tuple[ConsumerRecord, Exception]]]:
     """Store `goods` in halves until each value the database refuses stands alone."""
 
-    def store(part: Sequence[tuple[ConsumerRecord, NewEvent]]):
+    def store(part: Sequence[Good]):
         with pool.transaction() as cursor:
-            return events.ingest(cursor, [event for _, event in part], source="kafka"), []
+            return *_store_events(cursor, part), []
 
     parts = store_in_halves(goods, store, refused=(InvalidData,),
-                            alone=lambda good, error: (IngestCounts(0, 0), [(good[0], error)]))
-    return (IngestCounts(sum(counts.events_created for counts, _ in parts),
-                         sum(counts.deliveries_created for counts, _ in parts)),
-            [culprit for _, culprits in parts for culprit in culprits])
+                            alone=lambda good, error: (IngestCounts(0, 0), [],
+                                                       [(good[0], error)]))
+    return (IngestCounts(sum(counts.events_created for counts, _, _ in parts),
+                         sum(counts.deliveries_created for counts, _, _ in parts)),
+            [waiting for _, waits, _ in parts for waiting in waits],
+            [culprit for _, _, culprits in parts for culprit in culprits])
 
 
 def _account(telemetry: Telemetry, progress: Progress, messages: int, counts: IngestCounts,

@@ -20,6 +20,11 @@ No failure ends the loop:
   other partitions keep flowing. It is read again when it moves to another worker or this
   one restarts.
 
+Rates: a message whose tenant is over its events per second waits in its partition, never
+dropped or rejected: the batch stores what the rates allow, commits each partition up to its
+first waiting message, and pauses that partition until the wait is over
+(service.ingest.rate_holds); the other partitions keep flowing.
+
 Transactions: the client reads `read_committed`, so a transaction still open holds its
 partition at its first record, and records of aborted transactions are dropped by the
 client, found from the transaction markers when the broker does not list them
@@ -30,7 +35,9 @@ that cannot be decoded.
 from __future__ import annotations
 
 import logging
+import math
 import socket
+import time
 from typing import TYPE_CHECKING
 
 import gevent
@@ -44,7 +51,8 @@ from db.errors import DatabaseError
 from db.pool import ConnectionPool
 from db.stalls import Stall
 from service.ingest import read_committed
-from service.ingest.batches import Progress, store_batch
+from service.ingest.batches import Progress, Waiting, store_batch
+from service.ingest.rate_holds import Hold, holds
 from service.ingest.undecodable import find_undecodable, is_decoding_error
 from service.policy.backoff import pause_after
 from service.runtime.settings import Settings
@@ -76,6 +84,8 @@ class Consumer:
         self.progress = Progress()
         self.client: KafkaConsumer | None = None
         self.stalled: dict[TopicPartition, Stall] = {}  # held: their next batch is undecodable
+        # held for their tenants' rates: when each is read again (monotonic seconds)
+        self.waiting: dict[TopicPartition, float] = {}
         self._reported: set[Stall] = set()  # causes already logged
         self._stopping = gevent.event.Event()
         self._greenlet: gevent.Greenlet | None = None
@@ -118,7 +128,7 @@ class Consumer:
         if client is None:
             return False
         try:
-            polled: Positions = client.poll(timeout_ms=POLL_TIMEOUT_MS)
+            polled: Positions = client.poll(timeout_ms=self._release_waiting(client))
         except Exception as error:  # the client cannot be polled again after this
             held = is_decoding_error(error) and self._hold_undecodable(client)
             if not held:
@@ -131,11 +141,11 @@ class Consumer:
             self._measure_lag(client)
             return True  # a batch polled after stop() is left for the group to read again
         try:
-            store_batch(self.pool, [record for records in polled.values() for record in records],
-                        max_payload=self.settings.max_payload, telemetry=self.telemetry,
-                        progress=self.progress,
-                        create_tenants=self.settings.create_tenants_on_publish,
-                        strict_event_types=self.settings.event_types == CatalogMode.STRICT)
+            waiting = store_batch(
+                self.pool, [record for records in polled.values() for record in records],
+                max_payload=self.settings.max_payload, telemetry=self.telemetry,
+                progress=self.progress, create_tenants=self.settings.create_tenants_on_publish,
+                strict_event_types=self.settings.event_types == CatalogMode.STRICT)
         except Exception as error:
             self._rewind(client, polled)
             log.warning("storing a batch failed; nothing committed, reading it again",
@@ -143,9 +153,38 @@ class Consumer:
                                "messages": sum(map(len, polled.values()))},
                         exc_info=not isinstance(error, DatabaseError))
             return False
-        self._commit(client, polled)
+        held = _holds(waiting)
+        self._commit(client, polled, held)
+        self._hold(client, held)
         self._measure_lag(client)
         return True
+
+    def _release_waiting(self, client: KafkaConsumer) -> int:
+        """Resume the partitions whose wait is over; return how long the next poll may wait
+        (ms): POLL_TIMEOUT_MS, or less when another wait ends sooner."""
+        now = time.monotonic()
+        due = [tp for tp, until in self.waiting.items() if until <= now]
+        for tp in due:
+            del self.waiting[tp]
+        assigned = client.assignment()
+        if resumed := [tp for tp in due if tp in assigned]:
+            client.resume(*resumed)
+        next_release = min(self.waiting.values(), default=math.inf)
+        return int(min(POLL_TIMEOUT_MS, max(0.0, (next_release - now) * 1000)))
+
+    def _hold(self, client: KafkaConsumer, held: dict[TopicPartition, Hold]) -> None:
+        """Read each partition held for its tenants' rates again from its first waiting
+        message, once its wait is over (paused until then)."""
+        assigned = client.assignment()
+        now = time.monotonic()
+        for tp, hold in held.items():
+            if tp in assigned:
+                client.seek(tp, hold.offset)
+                client.pause(tp)
+                self.waiting[tp] = now + hold.seconds
+                log.debug("partition waits for its tenants' rates", extra={
+                    "partition": f"{tp.topic}:{tp.partition}", "offset": hold.offset,
+                    "seconds": hold.seconds})
 
     def _connect(self) -> KafkaConsumer | None:
         servers = self._servers()
@@ -205,11 +244,13 @@ class Consumer:
         return bool(found)
 
     def take_assignment(self, assigned: set[TopicPartition]) -> None:
-        """Hold the assigned partitions known to be undecodable; forget the others' stalls."""
+        """Hold the assigned partitions known to be undecodable or waiting for their tenants'
+        rates; forget the others' stalls and waits."""
         self.stalled = {tp: stall for tp, stall in self.stalled.items() if tp in assigned}
+        self.waiting = {tp: until for tp, until in self.waiting.items() if tp in assigned}
         self.telemetry.gauges.kafka_stalled((tp.topic, tp.partition) for tp in self.stalled)
-        if self.stalled and self.client is not None:
-            self.client.pause(*self.stalled)
+        if (self.stalled or self.waiting) and self.client is not None:
+            self.client.pause(*self.stalled, *self.waiting)
         group = self.settings.kafka_group_id
         try:
             stalls.clear(self.pool, group, assigned, held=self.stalled)
@@ -221,8 +262,12 @@ class Consumer:
     def _servers(self) -> list[str]:
         return [s.strip() for s in self.settings.kafka_bootstrap_servers.split(",") if s.strip()]
 
-    def _commit(self, client: KafkaConsumer, polled: Positions) -> None:
-        offsets = {tp: OffsetAndMetadata(records[-1].offset + 1, "", -1)
+    def _commit(self, client: KafkaConsumer, polled: Positions,
+                held: dict[TopicPartition, Hold]) -> None:
+        """Commit each partition of the batch past its last message, or up to its first
+        waiting one."""
+        offsets = {tp: OffsetAndMetadata(held[tp].offset if tp in held
+                                         else records[-1].offset + 1, "", -1)
                    for tp, records in polled.items()}
         try:
             client.commit(offsets, timeout_ms=COMMIT_TIMEOUT_MS)
@@ -258,6 +303,7 @@ class Consumer:
     def _close(self) -> None:
         # partitions this worker no longer reads are not its lag
         self.telemetry.gauges.kafka_lag({})
+        self.waiting = {}  # a new client reads them from their committed offsets
         client, self.client = self.client, None
         if client is not None:
             try:
@@ -281,6 +327,12 @@ class _Rebalances(ConsumerRebalanceListener):
     def on_partitions_assigned(self, assigned) -> None:
         log.info("partitions assigned", extra={"partitions": _names(assigned)})
         self.consumer.take_assignment(set(assigned))
+
+
+def _holds(waiting: Waiting) -> dict[TopicPartition, Hold]:
+    return {TopicPartition(*partition): hold for partition, hold in holds(
+        ((record.topic, record.partition), record.offset, seconds)
+        for record, seconds in waiting).items()}
 
 
 def _names(partitions) -> list[str]:

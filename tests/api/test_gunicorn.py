@@ -3,45 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import gevent
 import pytest
 import requests
 
 from db import tokens
-from service.local.ports import reserve_port
-from tests.helpers import PATIENCE, wait_for_http
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import PATIENCE, web_process
 
 
 @pytest.fixture
 def web(database_url):
     """Run `webhooks web` with one gevent worker on a free port; yield its base URL."""
-    port = reserve_port()
-    env = {**os.environ, "DATABASE_URL": database_url, "WEB_CONCURRENCY": "1",
-           "WEBHOOKS_METRICS_PORT": "0"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "service", "web", "--port", str(port)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for_http(f"{url}/healthz", process)
-        yield url, process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        try:
-            process.communicate(timeout=PATIENCE)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
+    with web_process(database_url) as running:
+        yield running
 
 
 def test_webhooks_web_serves_the_api_through_gunicorns_gevent_worker(web, pool, make):
