@@ -39,13 +39,13 @@ async function lookUp(ids) {
 
 /** Return a search box with its list of suggestions (a combobox): `find(text)` resolves to
  * the items the typed text finds, `option(item)` draws one, `choose(item)` takes one. */
-function typeAhead({ id, placeholder, label, find, option, choose, nothing }) {
+function typeAhead({ id, placeholder, find, option, choose, nothing }) {
   const list = h("ul", { class: "suggestions", role: "listbox", id: `${id}-options`,
     hidden: true });
   const status = h("span", { class: "muted picker-status", role: "status" });
   const input = h("input", { id, type: "search", autocomplete: "off", role: "combobox",
     "aria-autocomplete": "list", "aria-controls": `${id}-options`, "aria-expanded": "false",
-    "aria-label": label, placeholder });
+    placeholder });
   let timer;
   let asked = 0;
 
@@ -169,7 +169,7 @@ async function findTenants(text) {
  * the uid picked, or null when the one shown is removed. */
 export function tenantPicker({ id, chosen, choose }) {
   const box = typeAhead({
-    id, label: "Tenant", nothing: "no tenant matches",
+    id, nothing: "no tenant matches",
     placeholder: chosen ? "another tenant: name or uid…" : "one tenant: type a name or uid…",
     find: findTenants,
     option: (tenant) => h("span", { "data-uid": tenant.uid },
