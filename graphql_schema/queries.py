@@ -15,7 +15,7 @@ from strawberry.tools import merge_types
 from db import configs, health, inspection, ordering, rates, rejected, stalls
 from db.errors import InvalidInput, NotFound
 from db.scope import Scope
-from graphql_schema import arguments, cursors, filters, history
+from graphql_schema import arguments, cursors, filters, history, tenancy
 from graphql_schema.access import PlatformOnly
 from graphql_schema.catalog_api import CatalogQueries
 from graphql_schema.connections import (
@@ -56,6 +56,8 @@ HISTORY_SCAN_LIMIT = 100_000  # newest attempts read by attemptHistory (≈ 0.3 
 MAX_HISTORY_HOURS = 7 * 24
 MAX_ATTENTION = 100  # configs configsNeedingAttention lists at most
 MAX_BUCKETS = 500
+ONE_TENANT = ("Only this tenant's, by its uid (a tenant token sees its own only: another uid is "
+              "NOT_FOUND).")
 
 
 @strawberry.enum(description="How deliveries are sorted.")
@@ -116,6 +118,7 @@ class DeliveryQueries:
         rows = inspection.deliveries(pool, scope, checked, limit=limit + 1,
                                      order=LISTINGS[order_by][1], cursor=position,
                                      backwards=backwards)
+        tenancy.listed(info, (row.tenant_id for row in rows[:limit]))
         counted = functools.cache(lambda: inspection.count(pool, scope, checked,
                                                            bound=COUNT_BOUND))
         return connection(DeliveryConnection, DeliveryEdge, rows, limit,
@@ -158,6 +161,7 @@ class DeliveryQueries:
         rows = configs.page(pool, scope, limit=limit + 1, filter=checked, cursor=position,
                             backwards=backwards)
         healths = _health_of(info, rows[:limit])
+        tenancy.listed(info, (row.tenant_id for row in rows[:limit]))
         rates_of_page = page_rates(pool, scope, [row.id for row in rows[:limit]])
         return connection(
             ConfigConnection, ConfigEdge, rows, limit,
@@ -199,7 +203,9 @@ class DeliveryQueries:
                                   f"{HISTORY_SCAN_LIMIT:,} attempts (see `complete`).")
     def attempt_history(self, info: Info, hours: int = 24, bucket_minutes: int = 60,
                         config_ids: list[strawberry.ID] | None = None,
-                        minutes: int | None = None) -> AttemptHistory:
+                        minutes: int | None = None,
+                        tenant: Annotated[str | None, strawberry.argument(
+                            description=ONE_TENANT)] = None) -> AttemptHistory:
         if minutes is None:
             if not 1 <= hours <= MAX_HISTORY_HOURS:
                 raise InvalidInput(f"hours: must be between 1 and {MAX_HISTORY_HOURS}")
@@ -213,7 +219,7 @@ class DeliveryQueries:
         now = datetime.now(UTC)
         since = history.window_start(now, timedelta(minutes=minutes), bucket)
         ids = arguments.texts([str(i) for i in config_ids or ()], "configIds")
-        pool, scope = info.context.pool, info.context.scope
+        pool, scope = info.context.pool, tenancy.narrowed(info, tenant)
         found = inspection.attempt_history(
             pool, scope, since=since, bucket_seconds=int(bucket.total_seconds()),
             config_ids=ids, scan_limit=HISTORY_SCAN_LIMIT)
@@ -233,15 +239,18 @@ class DeliveryQueries:
                                   "answer (`unanswered`), then "
                                   "paused ones. Reads only configs with a failure, a hold or "
                                   "an unanswered attempt.")
-    def configs_needing_attention(self, info: Info, hours: int = 1,
-                                  first: int = 10) -> list[ConfigAttention]:
+    def configs_needing_attention(self, info: Info, hours: int = 1, first: int = 10,
+                                  tenant: Annotated[str | None, strawberry.argument(
+                                      description=ONE_TENANT)] = None
+                                  ) -> list[ConfigAttention]:
         if not 1 <= hours <= MAX_RATE_HOURS:
             raise InvalidInput(f"hours: must be between 1 and {MAX_RATE_HOURS}")
         if not 1 <= first <= MAX_ATTENTION:
             raise InvalidInput(f"first: must be between 1 and {MAX_ATTENTION}")
-        pool, scope = info.context.pool, info.context.scope
+        pool, scope = info.context.pool, tenancy.narrowed(info, tenant)
         found = rates.needing_attention(pool, scope, since=rate_window(hours), limit=first)
         listed = {row.id: row for row in configs.by_ids(pool, scope, [row.id for row in found])}
+        tenancy.listed(info, (row.tenant_id for row in listed.values()))
         healths = health.of_configs(pool, scope, list(listed)) if listed else {}
         return [ConfigAttention(
                     config=Config.from_row(listed[row.id], healths.get(row.id)),

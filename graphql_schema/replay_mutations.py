@@ -17,7 +17,7 @@ from db import filters as db_filters
 from db.errors import InvalidInput
 from db.vocabulary import REPLAYABLE, Status
 from db.vocabulary import ReplayAction as ReplayWord
-from graphql_schema import arguments, cursors, filters
+from graphql_schema import arguments, cursors, filters, tenancy
 from graphql_schema.access import operator_mutation
 from graphql_schema.connections import COUNT_BOUND, MAX_PAGE, page_size
 from graphql_schema.context import Info
@@ -123,6 +123,7 @@ def _dry_run(info: Info, filter: DeliveryFilter) -> BulkReplayResult:
     pool, scope = info.context.pool, info.context.scope
     total, exact = inspection.count(pool, scope, checked, bound=COUNT_BOUND)
     sample = inspection.deliveries(pool, scope, checked, limit=SAMPLE_SIZE)
+    tenancy.listed(info, (row.tenant_id for row in sample))
     return BulkReplayResult(
         replayed=[], expedited=[], skipped=[], has_more=False, next_cursor=None, dry_run=True,
         would_replay=total, would_replay_is_exact=exact,

@@ -1,12 +1,15 @@
 """Who a request acts for, in one place: the tenant an argument names (as seen by the caller's
-scope: another tenant's uid is NOT_FOUND, exactly like an unknown one), and the tenant a
-creation or a publish is for when none is named."""
+scope: another tenant's uid is NOT_FOUND, exactly like an unknown one), the scope a read
+narrowed to one tenant runs in, and the tenant a creation or a publish is for when none is
+named."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from db import tenants
 from db.errors import NotFound
-from db.scope import DEFAULT_TENANT_UID
+from db.scope import DEFAULT_TENANT_UID, Scope
 from db.tenants import Tenant
 from graphql_schema import arguments
 from graphql_schema.context import Info
@@ -42,12 +45,26 @@ def filter_id(info: Info, uid: str | None) -> int | None:
     return None if tenant is None else tenant.id
 
 
+def narrowed(info: Info, uid: str | None) -> Scope:
+    """Return the scope of a read narrowed to the tenant `uid` names (NotFound as `named`);
+    the caller's own scope when no uid is given."""
+    tenant = named(info, uid)
+    return info.context.scope if tenant is None else Scope(tenant.id)
+
+
+def listed(info: Info, tenant_ids: Iterable[int]) -> None:
+    """Note the tenants of a listing's rows: the first of them asked for (`by_id`) loads them
+    all in one statement, not one statement a row."""
+    info.context.tenants_listed.update(tenant_ids)
+
+
 def by_id(info: Info, tenant_id: int) -> Tenant:
     """Return the tenant of `tenant_id` (an object the caller already reached), looked up once
-    per request."""
+    per request, with the other tenants listed beside it."""
     seen = info.context.tenants_seen
     if tenant_id not in seen:
-        seen.update(tenants.by_ids(info.context.pool, info.context.scope, [tenant_id]))
+        wanted = {tenant_id, *info.context.tenants_listed} - seen.keys()
+        seen.update(tenants.by_ids(info.context.pool, info.context.scope, sorted(wanted)))
     if tenant_id not in seen:
         raise NotFound("tenant not found")
     return seen[tenant_id]

@@ -26,28 +26,30 @@ class Factories:
         self,
         endpoint: str = "http://127.0.0.1:9/hook",
         event_types: tuple[str, ...] | list[str] = (DEFAULT_TYPE,),
+        tenant_id: int = DEFAULT_TENANT_ID,
         **fields: Any,
     ) -> Config:
         config, secret = configs.create(
-            self.pool, DEFAULT_TENANT_ID, endpoint=endpoint, event_types=list(event_types), **fields
+            self.pool, tenant_id, endpoint=endpoint, event_types=list(event_types), **fields
         )
         self.secrets[config.id] = secret
         return config
 
     def event(
-        self, type: str = DEFAULT_TYPE, payload: Any = None, id: str | None = None
+        self, type: str = DEFAULT_TYPE, payload: Any = None, id: str | None = None,
+        tenant_id: int = DEFAULT_TENANT_ID,
     ) -> tuple[str, list[int]]:
-        """Publish an event; return its id and its delivery ids."""
+        """Publish an event of tenant `tenant_id`; return its id and its delivery ids."""
         event_id = id or f"evt_{next(self._numbers)}"
         payload = {"n": event_id} if payload is None else payload
-        event = events.new_event(event_id, type, payload, tenant_id=DEFAULT_TENANT_ID,
+        event = events.new_event(event_id, type, payload, tenant_id=tenant_id,
                                  max_payload=1024 * 1024)
         return event_id, events.publish(self.pool, event).delivery_ids
 
     def delivery(self, config: Config | None = None, **state: Any) -> int:
         """Make one delivery (to a new config unless given) and set any columns in `state`."""
         config = config or self.config()
-        _, (delivery_id,) = self.event(type=config.event_types[0])
+        _, (delivery_id,) = self.event(type=config.event_types[0], tenant_id=config.tenant_id)
         if state:
             self.set(delivery_id, **state)
         return delivery_id

@@ -12,22 +12,25 @@ from service.commands.local_api import (
     ApiFailure,
     LocalApi,
     add_output_flag,
+    add_tenant_flag,
     ago,
     config_id,
     instant,
     print_json,
     print_table,
     run_command,
+    with_tenant,
 )
 from service.commands.registry import EXIT_OK, command
 from service.commands.setting_flags import OPERATOR_COMMAND, add_arguments
 from service.runtime.settings import Settings
 
-LIST = """query ($filter: ConfigFilter) {
+LIST = """query ($filter: ConfigFilter, $withTenant: Boolean!) {
   configs(filter: $filter, first: 1000) {
     edges { node { id name endpoint eventTypes active createdAt
                    health { state consecutiveFailures lastFailure lastFailureAt pausedAt reason }
-                   recentAttempts(hours: 24) { attempts successRate } } }
+                   recentAttempts(hours: 24) { attempts successRate }
+                   tenant @include(if: $withTenant) { uid } } }
   }
 }"""
 # How long an endpoint must have gone without a failure, its last attempt a success, to be
@@ -79,6 +82,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                              "succeeds or is skipped; no: the key moves on")
     for action in (listing, pause, resume, history, update):
         add_output_flag(action)
+        add_tenant_flag(action)
         add_arguments(action, OPERATOR_COMMAND)
 
 
@@ -86,24 +90,27 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
          settings=OPERATOR_COMMAND)
 def run_configs(args: argparse.Namespace, settings: Settings) -> int:
     body = {"list": _list, "update": _update, "history": _history}.get(args.action, _change)
-    return run_command("configs", settings, lambda api: body(api, args))
+    return run_command("configs", settings, lambda api: body(api, args),
+                       tenant_uid=args.tenant)
 
 
 def _list(api: LocalApi, args: argparse.Namespace) -> int:
     active = None if args.active is None else args.active == "yes"
     health = args.health.upper() if args.health else None
     data = api.run(LIST, {"filter": {"active": active, "health": health,
-                                     "search": args.search}})
+                                     "search": args.search}, "withTenant": api.platform})
     configs = [edge["node"] for edge in data["configs"]["edges"]]
     if args.json:
         print_json(configs)
         return EXIT_OK
-    print_table(["ID", "NAME", "STATE", "HEALTH", "ATTEMPTS 24H", "SUCCESS", "LAST FAILURE"],
-                [[c["id"], c["name"], "active" if c["active"] else "inactive",
-                  _health(c["health"]), c["recentAttempts"]["attempts"],
-                  None if c["recentAttempts"]["successRate"] is None
-                  else f"{c['recentAttempts']['successRate']:.1%}",
-                  _last_failure(c["health"])] for c in configs])
+    print_table(with_tenant(api, ["ID", "NAME", "STATE", "HEALTH", "ATTEMPTS 24H", "SUCCESS",
+                                  "LAST FAILURE"], 2),
+                [with_tenant(api, [c["id"], c["name"], "active" if c["active"] else "inactive",
+                                   _health(c["health"]), c["recentAttempts"]["attempts"],
+                                   None if c["recentAttempts"]["successRate"] is None
+                                   else f"{c['recentAttempts']['successRate']:.1%}",
+                                   _last_failure(c["health"])], 2, c)
+                 for c in configs])
     return EXIT_OK
 
 

@@ -12,29 +12,34 @@ from service.commands.local_api import (
     LocalApi,
     add_filter_flags,
     add_output_flag,
+    add_tenant_flag,
     filter_of,
     instant,
     print_json,
     print_table,
     run_command,
     utc,
+    with_tenant,
 )
 from service.commands.registry import EXIT_OK, command
 from service.commands.setting_flags import OPERATOR_COMMAND, add_arguments
 from service.runtime.settings import Settings
 
-LIST = """query ($filter: DeliveryFilter, $first: Int, $after: String, $orderBy: DeliveryOrder!) {
+LIST = """query ($filter: DeliveryFilter, $first: Int, $after: String, $orderBy: DeliveryOrder!,
+        $withTenant: Boolean!) {
   deliveries(filter: $filter, first: $first, after: $after, orderBy: $orderBy) {
     totalCount totalCountIsExact
     edges { node { id webhookId eventId eventType configId configName status attemptCount
                    replayGeneration nextAttemptAt lastStatusCode lastError createdAt
-                   heldBy { by since until reason behind } } }
+                   heldBy { by since until reason behind }
+                   tenant @include(if: $withTenant) { uid } } }
     pageInfo { hasNextPage endCursor }
   }
 }"""
 
-SHOW = """query ($id: ID!) {
+SHOW = """query ($id: ID!, $withTenant: Boolean!) {
   delivery(id: $id) {
+    tenant @include(if: $withTenant) { uid name }
     id webhookId eventId eventType configId configName status attemptCount replayGeneration
     nextAttemptAt lastStatusCode lastError createdAt updatedAt occurredAt payload
     heldBy { by since until reason behind }
@@ -63,6 +68,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                       help="the delivery's number, or the webhook-id its receiver logged (msg_…)")
     for action in (listing, show):
         add_output_flag(action)
+        add_tenant_flag(action)
         add_arguments(action, OPERATOR_COMMAND)
 
 
@@ -70,7 +76,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
          settings=OPERATOR_COMMAND)
 def run_deliveries(args: argparse.Namespace, settings: Settings) -> int:
     return run_command("deliveries", settings,
-                       lambda api: (_list if args.action == "list" else _show)(api, args))
+                       lambda api: (_list if args.action == "list" else _show)(api, args),
+                       tenant_uid=args.tenant)
 
 
 ERROR_WIDTH = 40  # characters of an error a list row shows
@@ -117,18 +124,19 @@ def _delivery_id(api: LocalApi, reference: str) -> str:
 
 def _list(api: LocalApi, args: argparse.Namespace) -> int:
     data = api.run(LIST, {"filter": filter_of(args, api), "first": args.limit, "after": args.after,
-                          "orderBy": "NEXT_ATTEMPT_AT" if args.due else "CREATED_AT_DESC"})
+                          "orderBy": "NEXT_ATTEMPT_AT" if args.due else "CREATED_AT_DESC",
+                          "withTenant": api.platform})
     connection = data["deliveries"]
     if args.json:
         print_json(connection)
         return EXIT_OK
     print_table(
-        ["ID", "STATUS", "HELD BY", "EVENT TYPE", "CONFIG", "ATTEMPTS", "CODE", "LAST ERROR",
-         "NEXT ATTEMPT" if args.due else "CREATED"],
-        [[n["id"], Status[n["status"]], held_by(n["heldBy"]), n["eventType"],
-          n["configName"] or n["configId"], n["attemptCount"], n["lastStatusCode"],
-          shortened(n["lastError"], ERROR_WIDTH),
-          instant(n["nextAttemptAt"] if args.due else n["createdAt"])]
+        with_tenant(api, ["ID", "STATUS", "HELD BY", "EVENT TYPE", "CONFIG", "ATTEMPTS", "CODE",
+                          "LAST ERROR", "NEXT ATTEMPT" if args.due else "CREATED"], 4),
+        [with_tenant(api, [n["id"], Status[n["status"]], held_by(n["heldBy"]), n["eventType"],
+                           n["configName"] or n["configId"], n["attemptCount"],
+                           n["lastStatusCode"], shortened(n["lastError"], ERROR_WIDTH),
+                           instant(n["nextAttemptAt"] if args.due else n["createdAt"])], 4, n)
          for n in (edge["node"] for edge in connection["edges"])])
     exact = "" if connection["totalCountIsExact"] else "about "
     more = (f"; more with --after {connection['pageInfo']['endCursor']}"
@@ -138,7 +146,8 @@ def _list(api: LocalApi, args: argparse.Namespace) -> int:
 
 
 def _show(api: LocalApi, args: argparse.Namespace) -> int:
-    delivery = api.run(SHOW, {"id": _delivery_id(api, args.id)})["delivery"]
+    delivery = api.run(SHOW, {"id": _delivery_id(api, args.id),
+                              "withTenant": api.platform})["delivery"]
     if args.json:
         print_json(delivery)
         return EXIT_OK
@@ -147,6 +156,8 @@ def _show(api: LocalApi, args: argparse.Namespace) -> int:
         ("webhook id", delivery["webhookId"]),
         ("event", f"{delivery['eventId']} ({delivery['eventType']})"),
         ("config", f"{delivery['configName'] or '-'} ({delivery['configId']})"),
+        *((("tenant", f"{delivery['tenant']['name']} ({delivery['tenant']['uid']})"),)
+          if api.platform else ()),
         ("attempts", f"{delivery['attemptCount']} in generation "
                      f"{delivery['replayGeneration']}"),
         ("held by", _hold_text(delivery["heldBy"])),

@@ -1,7 +1,8 @@
 """What the on-call commands share: the API run in-process, filters as flags, output, exits.
 
 The commands go through the GraphQL schema itself (with an operator's rights, on the
-database of DATABASE_URL), so they apply exactly the API's rules, checks and errors.
+database of DATABASE_URL), so they apply exactly the API's rules, checks and errors; with
+`--tenant UID` they act as an operator token of that tenant would, on its data only.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class ApiFailure(Exception):
 
 
 class LocalApi:
-    """Run GraphQL operations in this process, as an operator token would over HTTP."""
+    """Run GraphQL operations in this process, as an operator token would over HTTP (a
+    platform-wide one, or one of the tenant `tenant_uid`)."""
 
     def __init__(self, settings: Settings, pool: ConnectionPool, *,
                  tenant_uid: str | None = None) -> None:
@@ -70,6 +72,11 @@ class LocalApi:
             raise ApiFailure(code_of(error), "; ".join(e.message for e in result.errors))
         return result.data
 
+    @property
+    def platform(self) -> bool:
+        """True when it acts for the whole platform (its listings then name each row's
+        tenant)."""
+        return self.tenant_uid is None
 
     def scope(self) -> Scope:
         """Return whose data the commands act on: the platform's, or one tenant's (looked up
@@ -86,20 +93,26 @@ class LocalApi:
 
 
 @contextmanager
-def local_api(settings: Settings, name: str) -> Iterator[LocalApi]:
-    """Yield a LocalApi on the configured database; close its connections afterwards."""
+def local_api(settings: Settings, name: str, *,
+              tenant_uid: str | None = None) -> Iterator[LocalApi]:
+    """Yield a LocalApi on the configured database, acting for the tenant `tenant_uid` (None:
+    the platform); close its connections afterwards."""
     pool = settings.connection_pool(size=2, application_name=f"webhooks-{name}")
     try:
-        yield LocalApi(settings, pool)
+        yield LocalApi(settings, pool, tenant_uid=tenant_uid)
     finally:
         pool.close()
 
 
-def run_command(name: str, settings: Settings,
-                body: Callable[[LocalApi], int]) -> int:
-    """Run `body` with a LocalApi; report an API refusal on stderr and return its exit code."""
+def run_command(name: str, settings: Settings, body: Callable[[LocalApi], int], *,
+                tenant_uid: str | None = None) -> int:
+    """Run `body` with a LocalApi acting for the tenant `tenant_uid` (None: the platform);
+    report an API refusal on stderr and return its exit code (an unknown tenant: not found,
+    1)."""
     try:
-        with audit_lines(settings.audit_log), local_api(settings, name) as api:
+        with audit_lines(settings.audit_log), local_api(settings, name,
+                                                        tenant_uid=tenant_uid) as api:
+            api.scope()  # an unknown tenant is said before anything else is asked
             return body(api)
     except ApiFailure as failure:
         print(f"webhooks {name}: {failure} ({failure.code})", file=sys.stderr)
@@ -109,6 +122,12 @@ def run_command(name: str, settings: Settings,
 def add_output_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="print the API's JSON answer instead of text, for scripts")
+
+
+def add_tenant_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tenant", metavar="UID",
+                        help="act as an operator token of this tenant would: its data only "
+                             "(default: the whole platform's, each row naming its tenant)")
 
 
 def add_filter_flags(parser: argparse.ArgumentParser) -> None:
@@ -174,6 +193,15 @@ def filter_of(args: argparse.Namespace, api: LocalApi) -> dict[str, Any]:
         "createdBefore": args.created_before,
     }
     return {key: value for key, value in given.items() if value}
+
+
+def with_tenant(api: LocalApi, cells: list[Any], at: int, node: dict | None = None
+                ) -> list[Any]:
+    """Return a listing's row (or, without `node`, its headers) with the TENANT column at
+    `at` when it lists the whole platform's rows; as it is for a tenant's."""
+    if not api.platform:
+        return cells
+    return [*cells[:at], "TENANT" if node is None else node["tenant"]["uid"], *cells[at:]]
 
 
 def print_json(data: Any) -> None:

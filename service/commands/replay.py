@@ -11,10 +11,12 @@ from service.commands.local_api import (
     LocalApi,
     add_filter_flags,
     add_output_flag,
+    add_tenant_flag,
     filter_of,
     print_json,
     print_table,
     run_command,
+    with_tenant,
 )
 from service.commands.progress import Progress
 from service.commands.registry import EXIT_OK, command
@@ -24,11 +26,12 @@ from service.runtime.settings import Settings
 ONE = """mutation ($id: ID!) {
   replayDelivery(id: $id) { deliveryId action replayGeneration nextAttemptAt }
 }"""
-BULK = """mutation ($filter: DeliveryFilter!, $first: Int, $after: String, $dryRun: Boolean!) {
+BULK = """mutation ($filter: DeliveryFilter!, $first: Int, $after: String, $dryRun: Boolean!,
+          $withTenant: Boolean! = false) {
   replayDeliveries(filter: $filter, first: $first, after: $after, dryRun: $dryRun) {
     replayed expedited skipped { deliveryId reason } hasMore nextCursor
     dryRun wouldReplay wouldReplayIsExact
-    sample { id status eventType configName createdAt }
+    sample { id status eventType configName createdAt tenant @include(if: $withTenant) { uid } }
   }
 }"""
 PAGE = 500  # deliveries per bulk replay request
@@ -41,6 +44,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true",
                         help="say how many deliveries the filter would replay; change nothing")
     add_output_flag(parser)
+    add_tenant_flag(parser)
 
 
 @command("replay", "replay a failed (or expedite a pending) delivery, or all those of a "
@@ -48,7 +52,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
          settings=OPERATOR_COMMAND)
 def run_replay(args: argparse.Namespace, settings: Settings) -> int:
     return run_command("replay", settings,
-                       lambda api: _one(api, args) if args.id else _bulk(api, args))
+                       lambda api: _one(api, args) if args.id else _bulk(api, args),
+                       tenant_uid=args.tenant)
 
 
 def _one(api: LocalApi, args: argparse.Namespace) -> int:
@@ -66,7 +71,8 @@ def _one(api: LocalApi, args: argparse.Namespace) -> int:
 
 def _bulk(api: LocalApi, args: argparse.Namespace) -> int:
     filter = filter_of(args, api)
-    preview = api.run(BULK, {"filter": filter, "dryRun": True})["replayDeliveries"]
+    preview = api.run(BULK, {"filter": filter, "dryRun": True,
+                             "withTenant": api.platform})["replayDeliveries"]
     if args.dry_run:
         if args.json:
             print_json(preview)
@@ -74,9 +80,10 @@ def _bulk(api: LocalApi, args: argparse.Namespace) -> int:
         exact = "" if preview["wouldReplayIsExact"] else "about "
         print(f"dry run: {exact}{preview['wouldReplay']} deliveries would be replayed or "
               "expedited; nothing was changed")
-        print_table(["ID", "STATUS", "EVENT TYPE", "CONFIG", "CREATED"],
-                    [[d["id"], d["status"].lower(), d["eventType"], d["configName"],
-                      d["createdAt"]] for d in preview["sample"]])
+        print_table(with_tenant(api, ["ID", "STATUS", "EVENT TYPE", "CONFIG", "CREATED"], 3),
+                    [with_tenant(api, [d["id"], d["status"].lower(), d["eventType"],
+                                       d["configName"], d["createdAt"]], 3, d)
+                     for d in preview["sample"]])
         return EXIT_OK
     progress = Progress("replay", preview["wouldReplay"])
     totals = {"replayed": 0, "expedited": 0, "skipped": 0}

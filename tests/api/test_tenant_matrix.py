@@ -169,6 +169,9 @@ def attempt_history(w: World) -> None:
                           )["attemptHistory"]
     assert sum(b["attempts"] for b in everything["buckets"]) == 1  # A's one failure
     assert [c["configId"] for c in everything["configs"]] == [w.a_config]
+    own = w.a.data('{ attemptHistory(tenant: "a") { configs { configId } } }')
+    assert own["attemptHistory"] == {"configs": [{"configId": w.a_config}]}
+    _not_found(w, '{ attemptHistory(tenant: "b") { complete } }')
 
 
 def needing_attention(w: World) -> None:
@@ -176,7 +179,10 @@ def needing_attention(w: World) -> None:
     listed = w.a.data("{ configsNeedingAttention { config { id tenant { uid } } } }")
     assert {row["config"]["tenant"]["uid"]
             for row in listed["configsNeedingAttention"]} <= {"a"}
+    assert w.a.data('{ configsNeedingAttention(tenant: "a") { config { id tenant { uid } } } }'
+                    )["configsNeedingAttention"] == listed["configsNeedingAttention"]
     health.resume(w.make.pool, PLATFORM, w.b_config, reason="test")
+    _not_found(w, '{ configsNeedingAttention(tenant: "b") { failures } }')
 
 
 def blocked_keys(w: World) -> None:

@@ -77,7 +77,8 @@ def test_an_operator_signs_in_filters_opens_replays_and_bulk_replays(
     assert "status=FAILED" in page.url
     rows = page.locator("table tbody tr")
     assert rows.count() == 3
-    assert rows.first.locator("td").nth(3).inner_text() == "shop"
+    assert rows.first.locator("td").nth(3).inner_text() == "Default"  # its tenant
+    assert rows.first.locator("td").nth(4).inner_text() == "shop"
     shoot(page, "deliveries")
 
     switch.ok = True

@@ -73,7 +73,7 @@ def test_every_page_fits_the_screen_and_is_keyboard_reachable(browser, service_u
     sign_in(page, service_url, operator_token)
     pages = {"overview": "#/", "configs": "#/configs", "config": f"#/configs/{config.id}",
              "deliveries": "#/deliveries", "delivery": f"#/deliveries/{delivery}",
-             "rejected": "#/rejected"}
+             "rejected": "#/rejected", "tenants": "#/tenants", "tenant": "#/tenants/default"}
     for name, route in pages.items():
         page.goto(f"{service_url}/{route}")
         page.wait_for_selector("main h1")
@@ -87,10 +87,10 @@ def test_every_page_fits_the_screen_and_is_keyboard_reachable(browser, service_u
     page.wait_for_selector("main .loading", state="detached")
     page.focus(".skip")
     reached = []
-    for _ in range(5):
+    for _ in range(6):
         page.keyboard.press("Tab")
         reached.append(page.evaluate("document.activeElement.textContent"))
-    assert reached == ["webhooks", "Overview", "Configs", "Deliveries", "Rejected"]
+    assert reached == ["webhooks", "Overview", "Configs", "Deliveries", "Tenants", "Rejected"]
     page.keyboard.press("Enter")
     page.wait_for_selector("main h1:has-text('Rejected broker messages')")
     assert console.errors == []

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from db import configs, health
+from db import configs, health, tenants
 from db.scope import PLATFORM
 from graphql_schema.errors import BAD_USER_INPUT
 from service.cli import main
@@ -48,8 +48,8 @@ def test_deliveries_list_filters_and_prints_text_or_json(capsys, database_url, s
     code, out, _ = run(capsys, database_url, "deliveries", "list", "--status", "failed")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["ID", "STATUS", "HELD", "BY", "EVENT", "TYPE", "CONFIG",
-                                "ATTEMPTS", "CODE", "LAST", "ERROR", "CREATED"]
+    assert lines[0].split() == ["ID", "STATUS", "HELD", "BY", "EVENT", "TYPE", "TENANT",
+                                "CONFIG", "ATTEMPTS", "CODE", "LAST", "ERROR", "CREATED"]
     assert [line.split()[0] for line in lines[1:3]] == [str(i) for i in reversed(staged["failed"])]
     assert "orders" in lines[1] and lines[-1] == "2 shown of 2 matching"
     code, out, _ = run(capsys, database_url, "deliveries", "list", "--json",
@@ -393,3 +393,86 @@ def test_the_command_lines_api_refuses_private_endpoints_as_the_web_does(setting
         with pytest.raises(ApiFailure) as refused:
             api.run(CREATE, new)
         assert refused.value.code == BAD_USER_INPUT and "private" in str(refused.value)
+
+
+@pytest.fixture
+def acme(make, staged):
+    """Beside the default tenant's `staged` configs, the tenant cus_acme ("Acme") with its
+    config `acme-hooks`, a failed delivery and a pending one."""
+    tenant = tenants.create(make.pool, uid="cus_acme", name="Acme")
+    config = make.config(name="acme-hooks", event_types=["acme.event"], tenant_id=tenant.id)
+    failed = make.delivery(config, status="failed", next_attempt_at=None, last_status_code=500)
+    return {"config": config, "failed": failed, "pending": make.delivery(config)}
+
+
+def test_the_on_call_commands_act_as_one_tenant_with_tenant(capsys, database_url, staged,
+                                                              acme, make, tmp_path):
+    mine = {str(acme["failed"]), str(acme["pending"])}
+    code, out, _ = run(capsys, database_url, "configs", "list", "--tenant", "cus_acme")
+    assert code == 0 and "TENANT" not in out.splitlines()[0]
+    assert [line.split()[1] for line in out.splitlines()[1:]] == ["acme-hooks"]
+    code, out, _ = run(capsys, database_url, "deliveries", "list", "--tenant", "cus_acme")
+    assert code == 0 and "TENANT" not in out.splitlines()[0]
+    assert set(listed(out)) == mine
+    code, out, _ = run(capsys, database_url, "deliveries", "show", str(acme["failed"]),
+                       "--tenant", "cus_acme")
+    assert code == 0 and "tenant" not in out.split("attempts (oldest first)")[0]
+
+    # Another tenant's objects are not found, by name or by id, and stay as they were.
+    for argv in (["deliveries", "show", str(staged["failed"][0])],
+                 ["replay", str(staged["failed"][0])],
+                 ["configs", "pause", "orders"],
+                 ["configs", "pause", staged["orders"].id],
+                 ["deliveries", "list", "--config", "orders"]):
+        code, out, err = run(capsys, database_url, *argv, "--tenant", "cus_acme")
+        assert (code, out) == (1, "") and "NOT_FOUND" in err, argv
+    assert make.row(staged["failed"][0])["status"] == "failed"
+    assert health.of_configs(make.pool, PLATFORM, [staged["orders"].id])[
+        staged["orders"].id].state == "healthy"
+
+    code, out, _ = run(capsys, database_url, "replay", "--since", "1h", "--dry-run",
+                       "--tenant", "cus_acme", "--json")
+    assert code == 0 and {d["id"] for d in json.loads(out)["sample"]} == mine
+    trail = tmp_path / "audit.log"
+    code, out, _ = run(capsys, database_url, "configs", "pause", "acme-hooks", "--tenant",
+                       "cus_acme", "--audit-log", str(trail))
+    assert code == 0
+    (line,) = audit_lines(trail.read_text())
+    assert (line["audit"], line["tenant"], line["result"]) == ("pauseConfig", "cus_acme", "ok")
+    code, out, _ = run(capsys, database_url, "stats", "--tenant", "cus_acme")
+    assert code == 0 and out.splitlines()[0].startswith("tenant cus_acme (Acme)")
+    counts = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:6]}
+    assert counts == {"pending": "1", "delivering": "0", "succeeded": "0", "failed": "1",
+                      "cancelled": "0"}
+    assert "rejected" not in out
+    code, out, _ = run(capsys, database_url, "stats", "--tenant", "cus_acme", "--json")
+    assert json.loads(out)["tenant"]["stats"]["queueDepth"] == 1
+
+
+def test_the_platform_wide_listings_name_each_rows_tenant(capsys, database_url, staged, acme):
+    code, out, _ = run(capsys, database_url, "configs", "list")
+    assert code == 0 and out.splitlines()[0].split()[:3] == ["ID", "NAME", "TENANT"]
+    tenant_of = {line.split()[1]: line.split()[2] for line in out.splitlines()[1:]}
+    assert tenant_of == {"acme-hooks": "cus_acme", "orders": "default", "users": "default"}
+    code, out, _ = run(capsys, database_url, "deliveries", "list", "--status", "failed")
+    rows = {line.split()[0]: line for line in out.splitlines()[1:-1]}
+    assert " cus_acme " in rows[str(acme["failed"])]
+    assert " default " in rows[str(staged["failed"][0])]
+    code, out, _ = run(capsys, database_url, "deliveries", "show", str(acme["failed"]))
+    assert re.search(r"^  tenant\s+Acme \(cus_acme\)$", out, re.MULTILINE), out
+    code, out, _ = run(capsys, database_url, "replay", "--since", "1h", "--dry-run")
+    assert out.splitlines()[1].split()[:4] == ["ID", "STATUS", "EVENT", "TYPE"]
+    assert "TENANT" in out.splitlines()[1] and " cus_acme " in out
+
+
+@pytest.mark.parametrize("argv", [["configs", "list"], ["configs", "pause", "acme-hooks"],
+                                  ["deliveries", "list"], ["deliveries", "show", "1"],
+                                  ["replay", "1"], ["replay", "--since", "1h", "--dry-run"],
+                                  ["stats"]])
+def test_an_unknown_or_deleted_tenant_is_not_found(capsys, database_url, acme, make, argv):
+    code, out, err = run(capsys, database_url, *argv, "--tenant", "cus_nobody")
+    assert (code, out) == (1, "")
+    assert err.endswith("tenant 'cus_nobody' not found (NOT_FOUND)\n"), err
+    tenants.delete(make.pool, "cus_acme")
+    code, out, err = run(capsys, database_url, *argv, "--tenant", "cus_acme")
+    assert (code, out) == (1, "") and "tenant 'cus_acme' not found (NOT_FOUND)" in err

@@ -14,8 +14,9 @@ const CODE_WORDS = {
   GRAPHQL_VALIDATION_FAILED: "The dashboard sent a query the API does not accept",
 };
 
-/** What the signed-in token may do; views read it to hide operator-only controls. */
-export const viewer = { role: null, canMutate: false };
+/** What the signed-in token may do, and the tenant it acts for (null: the whole platform);
+ * views read it to hide operator-only controls and the platform's views. */
+export const viewer = { role: null, canMutate: false, tenantUid: null };
 
 export class ApiError extends Error {
   constructor(message, code) {

@@ -7,8 +7,10 @@ import { deliveriesPage } from "./views/deliveries.js";
 import { deliveryPage } from "./views/delivery.js";
 import { overviewPage } from "./views/overview.js";
 import { rejectedPage } from "./views/rejected.js";
+import { tenantPage, tenantsPage } from "./views/tenants.js";
+import { forgetTenant, platform, showTenantBar, withTenant } from "./tenancy.js";
 
-const ME = "query Me { me { role canMutate } }";
+const ME = "query Me { me { role canMutate tenantUid } }";
 
 // Pages read again on their own every LIVE_SECONDS while shown (not while a form is being
 // filled or a dialog is open, nor while the tab is hidden), unless paused; the header says
@@ -22,18 +24,23 @@ const live = {
 };
 
 
+// Each page, and how: `still` (no live refresh), `narrows` (a platform token may narrow it to
+// one tenant), `platformOnly` (the platform's: a tenant token is told so, not refused).
 const ROUTES = [
-  [/^\/?$/, overviewPage],
-  [/^\/configs$/, configsPage],
+  [/^\/?$/, overviewPage, { narrows: true }],
+  [/^\/configs$/, configsPage, { narrows: true }],
   [/^\/configs\/new$/, newConfigPage, { still: true }],
   [/^\/configs\/(.+)$/, configPage],
-  [/^\/deliveries$/, deliveriesPage],
+  [/^\/deliveries$/, deliveriesPage, { narrows: true }],
   [/^\/deliveries\/(.+)$/, deliveryPage],
-  [/^\/rejected$/, rejectedPage],
+  [/^\/tenants$/, tenantsPage, { platformOnly: true }],
+  [/^\/tenants\/(.+)$/, tenantPage, { platformOnly: true }],
+  [/^\/rejected$/, rejectedPage, { platformOnly: true }],
 ];
 
 function signInPage(message) {
   setSignedIn(false);
+  forgetTenant();
   clearTimeout(live.timer);
   live.readAt = null;
   showLive();
@@ -71,6 +78,7 @@ function signInPage(message) {
 function remember(me) {
   viewer.role = me.role;
   viewer.canMutate = me.canMutate;
+  viewer.tenantUid = me.tenantUid;
   setSignedIn(true);
 }
 
@@ -78,17 +86,31 @@ function setSignedIn(signedIn) {
   document.getElementById("nav").hidden = !signedIn;
   document.getElementById("sign-out").hidden = !signedIn;
   document.getElementById("who").textContent = signedIn
-    ? `${viewer.role.toLowerCase()}${viewer.canMutate ? "" : " (read-only)"}` : "";
+    ? `${viewer.role.toLowerCase()}${viewer.canMutate ? "" : " (read-only)"}` +
+      (viewer.tenantUid ? ` · tenant ${viewer.tenantUid}` : "") : "";
   document.body.classList.toggle("read-only", signedIn && !viewer.canMutate);
+  for (const link of document.querySelectorAll("#nav [data-platform]")) {
+    link.hidden = signedIn && !platform();
+  }
 }
 
+/** Mark the menu's link to the page shown; the links to the pages a tenant narrows keep the
+ * tenant chosen. */
 function markCurrent(path) {
   for (const link of document.querySelectorAll("#nav a")) {
-    const target = link.getAttribute("href").slice(1);
+    const target = link.dataset.page || link.getAttribute("href").slice(1);
+    if (link.dataset.page) link.setAttribute("href", withTenant(`#${target}`));
     const current = target === "/" ? path === "/" : path.startsWith(target);
     if (current) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
+}
+
+function platformPage() {
+  return h("div", {}, h("h1", {}, "The platform's page"),
+    h("p", { class: "muted", id: "platform-only" }, `This page shows every tenant's data; your ` +
+      `token acts for the tenant ${viewer.tenantUid} only. `,
+    h("a", { href: "#/" }, "Your overview")));
 }
 
 function showLive() {
@@ -110,7 +132,8 @@ function schedule() {
 function busy() {
   const active = document.activeElement;
   return Boolean(document.querySelector("dialog[open]")
-    || (active && active.closest && active.closest("main form, main input, main select, main textarea")));
+    || (active && active.closest && active.closest(
+      "main form, main input, main select, main textarea, #tenant-bar input")));
 }
 
 async function refresh() {
@@ -140,13 +163,16 @@ async function route({ quietly = false } = {}) {
       return;
     }
   }
-  const [path, query = ""] = (location.hash.slice(1) || "/").split("?");
-  markCurrent(path);
-  for (const [pattern, page, { still = false } = {}] of ROUTES) {
+  const [path, text = ""] = (location.hash.slice(1) || "/").split("?");
+  const query = new URLSearchParams(text);
+  for (const [pattern, page, { still = false, narrows = false, platformOnly = false } = {}]
+    of ROUTES) {
     const match = path.match(pattern);
     if (match) {
-      await page({ params: match.slice(1).map(decodeURIComponent),
-        query: new URLSearchParams(query) });
+      showTenantBar({ narrows, query });
+      markCurrent(path);
+      if (platformOnly && !platform()) startPage()(platformPage());
+      else await page({ params: match.slice(1).map(decodeURIComponent), query });
       if (!session.token() || !viewer.role) return;  // signed out meanwhile: the form stays
       if (!quietly) document.getElementById("main").focus({ preventScroll: true });
       live.readAt = still ? null : Date.now();
@@ -155,6 +181,8 @@ async function route({ quietly = false } = {}) {
       return;
     }
   }
+  showTenantBar({ narrows: false, query });
+  markCurrent(path);
   startPage()(h("p", { class: "error", role: "alert" }, `There is no page at ${path}.`));
 }
 

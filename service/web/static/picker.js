@@ -1,12 +1,17 @@
-// A type-ahead picker of configs: type a piece of a name or an endpoint, pick from the few
-// the API finds; picked configs show by name (the id on hover) and travel as hidden inputs.
-// It never lists every config: a platform may have a hundred thousand.
+// Type-ahead pickers: type a piece of a name (an endpoint, a uid), pick from the few the API
+// finds. They never list everything: a platform may have a hundred thousand configs and as
+// many tenants. The configs picker keeps several, shown by name (the id on hover), that
+// travel as hidden inputs; the tenant picker chooses one.
 
 import { describe, gql } from "./api.js";
 import { h } from "./ui.js";
 
 const SEARCH = `query PickConfigs($filter: ConfigFilter, $first: Int) {
   configs(filter: $filter, first: $first) { edges { node { id name endpoint } } }
+}`;
+const TENANTS = `query PickTenants($text: String!, $first: Int) {
+  byUid: tenants(filter: {uid: $text}, first: 1) { edges { node { uid name } } }
+  byName: tenants(filter: {nameContains: $text}, first: $first) { edges { node { uid name } } }
 }`;
 const SUGGESTIONS = 8;
 const DELAY_MS = 150; // typing pauses this long before the API is asked
@@ -32,44 +37,27 @@ async function lookUp(ids) {
   }));
 }
 
-/** Return a picker element for the form field `name`, with `selected` ids picked. */
-export function configPicker({ id, name, selected = [], label = "Configs" }) {
-  const picked = new Set(selected);
-  const chips = h("ul", { class: "chips", "aria-label": `${label} picked` });
-  const hidden = h("span", { hidden: true });
+/** Return a search box with its list of suggestions (a combobox): `find(text)` resolves to
+ * the items the typed text finds, `option(item)` draws one, `choose(item)` takes one. */
+function typeAhead({ id, placeholder, find, option, choose, nothing }) {
   const list = h("ul", { class: "suggestions", role: "listbox", id: `${id}-options`,
     hidden: true });
   const status = h("span", { class: "muted picker-status", role: "status" });
   const input = h("input", { id, type: "search", autocomplete: "off", role: "combobox",
     "aria-autocomplete": "list", "aria-controls": `${id}-options`, "aria-expanded": "false",
-    placeholder: "type a name or endpoint…" });
+    placeholder });
   let timer;
   let asked = 0;
-
-  function draw() {
-    chips.replaceChildren(...[...picked].map((configId) => {
-      const config = known.get(configId) || { id: configId, name: null };
-      return h("li", { class: "chip", title: configId },
-        config.name || configId,
-        h("button", { type: "button", class: "link", "aria-label": `Remove ${config.name
-          || configId}`, onclick: () => { picked.delete(configId); draw(); } }, "×"));
-    }));
-    hidden.replaceChildren(...[...picked].map((configId) =>
-      h("input", { type: "hidden", name, value: configId })));
-  }
 
   function close() {
     list.hidden = true;
     input.setAttribute("aria-expanded", "false");
   }
 
-  function choose(config) {
-    picked.add(config.id);
-    known.set(config.id, config);
+  function pick(item) {
     input.value = "";
     close();
-    draw();
-    input.focus();
+    choose(item);
   }
 
   async function search() {
@@ -82,22 +70,17 @@ export function configPicker({ id, name, selected = [], label = "Configs" }) {
     }
     let found;
     try {
-      const data = await gql(SEARCH, { filter: { search: text }, first: SUGGESTIONS });
-      found = data.configs.edges.map((edge) => edge.node);
+      found = await find(text);
     } catch (error) {
       if (mine === asked) status.textContent = describe(error);
       return;
     }
     if (mine !== asked) return; // a newer search is under way
-    rememberConfigs(found);
-    status.textContent = found.length ? "" : "no config matches";
-    list.replaceChildren(...found.map((config) => h("li", { role: "option",
-      title: config.id, tabindex: "-1", "data-id": config.id,
-      onmousedown: (event) => { event.preventDefault(); choose(config); },
+    status.textContent = found.length ? "" : nothing;
+    list.replaceChildren(...found.map((item) => h("li", { role: "option", tabindex: "-1",
+      onmousedown: (event) => { event.preventDefault(); pick(item); },
       onkeydown: (event) => { if (event.key === "Enter") { event.preventDefault();
-        choose(config); } } },
-    h("strong", {}, config.name || config.id), " ", h("span", { class: "muted" },
-      config.endpoint))));
+        pick(item); } } }, option(item))));
     list.hidden = !found.length;
     input.setAttribute("aria-expanded", String(!list.hidden));
   }
@@ -126,8 +109,81 @@ export function configPicker({ id, name, selected = [], label = "Configs" }) {
     if (event.key === "ArrowUp") (at <= 0 ? input : items[at - 1]).focus();
     if (event.key === "Escape") { close(); input.focus(); }
   });
+  return { input, list, status };
+}
+
+/** Return a picker element for the form field `name`, with `selected` ids picked; with
+ * `tenant` (a uid), it finds that tenant's configs only. */
+export function configPicker({ id, name, selected = [], label = "Configs", tenant = null }) {
+  const picked = new Set(selected);
+  const chips = h("ul", { class: "chips", "aria-label": `${label} picked` });
+  const hidden = h("span", { hidden: true });
+  const box = typeAhead({
+    id, placeholder: "type a name or endpoint…", nothing: "no config matches",
+    find: async (text) => {
+      const filter = tenant ? { search: text, tenant } : { search: text };
+      const found = (await gql(SEARCH, { filter, first: SUGGESTIONS })).configs.edges
+        .map((edge) => edge.node);
+      rememberConfigs(found);
+      return found;
+    },
+    option: (config) => h("span", { title: config.id, "data-id": config.id },
+      h("strong", {}, config.name || config.id), " ",
+      h("span", { class: "muted" }, config.endpoint)),
+    choose: (config) => {
+      picked.add(config.id);
+      known.set(config.id, config);
+      draw();
+      box.input.focus();
+    },
+  });
+
+  function draw() {
+    chips.replaceChildren(...[...picked].map((configId) => {
+      const config = known.get(configId) || { id: configId, name: null };
+      return h("li", { class: "chip", title: configId },
+        config.name || configId,
+        h("button", { type: "button", class: "link", "aria-label": `Remove ${config.name
+          || configId}`, onclick: () => { picked.delete(configId); draw(); } }, "×"));
+    }));
+    hidden.replaceChildren(...[...picked].map((configId) =>
+      h("input", { type: "hidden", name, value: configId })));
+  }
 
   lookUp([...picked]).then(draw);
   draw();
-  return h("div", { class: "picker" }, chips, input, list, status, hidden);
+  return h("div", { class: "picker" }, chips, box.input, box.list, box.status, hidden);
+}
+
+/** Return the tenants `text` finds: the one whose uid it is first, then those whose name holds
+ * it. */
+async function findTenants(text) {
+  const data = await gql(TENANTS, { text, first: SUGGESTIONS });
+  const exact = data.byUid.edges.map((edge) => edge.node);
+  const named = data.byName.edges.map((edge) => edge.node)
+    .filter((tenant) => !exact.some((e) => e.uid === tenant.uid));
+  return [...exact, ...named].slice(0, SUGGESTIONS);
+}
+
+/** Return a picker of one tenant ({uid, name}, or null for every tenant): `choose(uid)` gets
+ * the uid picked, or null when the one shown is removed. */
+export function tenantPicker({ id, chosen, choose }) {
+  const box = typeAhead({
+    id, nothing: "no tenant matches",
+    placeholder: chosen ? "another tenant: name or uid…" : "one tenant: type a name or uid…",
+    find: findTenants,
+    option: (tenant) => h("span", { "data-uid": tenant.uid },
+      h("strong", {}, tenant.name), " ", h("span", { class: "muted" }, tenant.uid)),
+    choose: (tenant) => choose(tenant.uid),
+  });
+  const shown = chosen
+    ? h("span", { class: "chip", title: chosen.uid, id: `${id}-chosen` },
+      chosen.name || chosen.uid, chosen.name && chosen.name !== chosen.uid
+        ? h("span", { class: "muted" }, ` · ${chosen.uid}`) : null,
+      h("button", { type: "button", class: "link", "aria-label": "Every tenant",
+        title: "every tenant", onclick: () => choose(null) }, "×"))
+    : h("span", { class: "muted", id: `${id}-chosen` }, "every tenant");
+  return h("div", { class: "picker tenant-picker" },
+    h("label", { for: id }, "Tenant"), shown,
+    h("span", { class: "picker-box" }, box.input, box.list), box.status);
 }

@@ -4,6 +4,7 @@
 import { describe, gql, newKey, viewer } from "../api.js";
 import { failingNow, healthBadge, lastFailure, successRate } from "../health.js";
 import { rememberConfigs } from "../picker.js";
+import { narrowedTo, platform, rememberTenants, tenantLink, withTenant } from "../tenancy.js";
 import {
   ask, askWithReason, attemptChart, badge, failure, h, heading, loading, notify, number, startPage, table,
   local, relative, time,
@@ -14,19 +15,21 @@ const CONFIG_FIELDS = `id name endpoint eventTypes active createdAt updatedAt
            reason }`;
 
 const CONFIGS = `query Configs($filter: ConfigFilter, $first: Int, $after: String, $last: Int,
-    $before: String) {
+    $before: String, $withTenant: Boolean!) {
   configs(filter: $filter, first: $first, after: $after, last: $last, before: $before) {
     totalCount totalCountIsExact
-    edges { node { ${CONFIG_FIELDS} recentAttempts(hours: 24) { attempts successRate } } }
+    edges { node { ${CONFIG_FIELDS} recentAttempts(hours: 24) { attempts successRate }
+                   tenant @include(if: $withTenant) { uid name } } }
     pageInfo { hasNextPage endCursor hasPreviousPage startCursor }
   }
 }`;
 const PAGE = 50;
 const SEARCH_DELAY_MS = 250; // typing pauses this long before the list follows
 
-const CONFIG = `query Config($id: ID!, $ids: [ID!], $minutes: Int!, $bucket: Int!) {
+const CONFIG = `query Config($id: ID!, $ids: [ID!], $minutes: Int!, $bucket: Int!,
+    $withTenant: Boolean!) {
   config(id: $id) {
-    ${CONFIG_FIELDS} ordering blockOnFailure
+    ${CONFIG_FIELDS} ordering blockOnFailure tenant @include(if: $withTenant) { uid name }
     healthChanges(first: 20) { edges { node { changedAt change actor reason } } hasNextPage }
     blockedKeys(first: 50) {
       edges { node { orderingKey deliveryId sequence since lastStatusCode lastError waiting } }
@@ -75,15 +78,25 @@ function timeline(config) {
     h("td", { class: "wrap" }, c.reason || "—"))), "Health changes, newest first");
 }
 
-function recentFailures(failing) {
+/** The failed and retrying deliveries of a page that have an answer or an error, with their
+ * config when `withConfig` (a tenant's, which has many). */
+export function recentFailures(failing, { withConfig = false } = {}) {
   const rows = failing.edges.map(({ node }) => node).filter((d) => d.lastError || d.lastStatusCode);
   if (!rows.length) return h("p", { class: "muted" }, "No failed or retrying delivery.");
-  return table(["Delivery", "Status", "Answer", "When"], rows.map((d) => h("tr", {},
+  return table(["Delivery", "Status", withConfig ? "Config" : null, "Answer", "When"]
+    .filter(Boolean), rows.map((d) => h("tr", {},
     h("td", {}, h("a", { href: `#/deliveries/${d.id}` }, d.id)),
     h("td", {}, badge(d.status)),
+    withConfig ? h("td", {}, configLink({ id: d.configId, name: d.configName })) : null,
     h("td", { class: "wrap" }, d.lastStatusCode ? `HTTP ${d.lastStatusCode}` : "no answer",
       d.lastError ? h("span", { class: "muted" }, ` · ${d.lastError}`) : null),
     h("td", {}, relative(d.updatedAt)))));
+}
+
+/** A link to a config's page, by name (the id on hover). */
+export function configLink(config) {
+  return h("a", { href: `#/configs/${encodeURIComponent(config.id)}`, title: config.id },
+    config.name || config.id);
 }
 
 const CREATE = `mutation Create($input: CreateConfigInput!) {
@@ -172,8 +185,9 @@ function typesOf(text) {
 
 export async function configsPage({ query }) {
   const show = startPage();
+  const tenant = narrowedTo(query);
   const create = viewer.canMutate
-    ? h("a", { class: "button", href: "#/configs/new" }, "New config") : null;
+    ? h("a", { class: "button", href: withTenant("#/configs/new", tenant) }, "New config") : null;
   const tools = () => h("div", { class: "toolbar", role: "search" }, healthFilter(query),
     searchBox(query));
   const typing = document.activeElement?.id === "config-search";
@@ -187,13 +201,14 @@ export async function configsPage({ query }) {
   keepTyping();
   const backwards = Boolean(query.get("cursor_before"));
   const filter = Object.fromEntries(Object.entries({
-    search: query.get("search") || null, health: query.get("health") || null,
+    search: query.get("search") || null, health: query.get("health") || null, tenant,
   }).filter(([, value]) => value !== null));
+  const showTenant = platform();
   let data;
   try {
     data = await gql(CONFIGS, { filter, first: backwards ? null : PAGE,
       after: query.get("cursor_after"), last: backwards ? PAGE : null,
-      before: query.get("cursor_before") });
+      before: query.get("cursor_before"), withTenant: showTenant });
   } catch (error) {
     show(heading("Configs", create), tools(), failure(error));
     keepTyping();
@@ -201,19 +216,20 @@ export async function configsPage({ query }) {
   }
   const { configs } = data;
   rememberConfigs(configs.edges.map(({ node }) => node));
+  if (showTenant) rememberTenants(configs.edges.map(({ node }) => node.tenant));
   const page = configs.pageInfo;
   const total = `${configs.totalCountIsExact ? "" : "about "}${number(configs.totalCount)} ` +
     (Object.keys(filter).length ? "matching" : "configs");
   show(
     heading("Configs", create, h("span", { class: "muted", id: "total" }, total)),
     tools(),
-    table(["Name", "Endpoint", "State", "Health", "Last failure", "Attempts (24 h)",
-      "Success rate"],
+    table(["Name", showTenant ? "Tenant" : null, "Endpoint", "State", "Health", "Last failure",
+      "Attempts (24 h)", "Success rate"].filter(Boolean),
     configs.edges.map(({ node }) => {
       const rate = node.recentAttempts;
       return h("tr", {},
-        h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(node.id)}`, title: node.id },
-          node.name || node.id)),
+        h("td", {}, configLink(node)),
+        showTenant ? h("td", {}, tenantLink(node.tenant)) : null,
         h("td", { class: "wrap" }, node.endpoint),
         h("td", {}, state(node)),
         h("td", {}, health(node)),
@@ -309,10 +325,13 @@ function configForm(config, onSubmit, label) {
   h("button", { type: "submit" }, label));
 }
 
-export async function newConfigPage() {
+export async function newConfigPage({ query }) {
   const show = startPage();
-  show(heading("New config"), configForm(null, async (input) => {
-    const created = (await gql(CREATE, { input })).createConfig;
+  const tenant = narrowedTo(query);
+  show(heading("New config", tenant ? h("span", { class: "muted" }, `for the tenant ${tenant}`)
+    : null), configForm(null, async (input) => {
+    const created = (await gql(CREATE, { input: tenant ? { ...input, tenant } : input }))
+      .createConfig;
     secretToShow = { id: created.config.id, secret: created.secret };
     notify("Config created.", "info", { beforeLeaving: true });
     location.hash = `#/configs/${encodeURIComponent(created.config.id)}`;
@@ -385,7 +404,8 @@ export async function configPage({ params: [id], query = new URLSearchParams() }
   const window = WINDOWS[chosen];
   let data;
   try {
-    data = await gql(CONFIG, { id, ids: [id], minutes: window.minutes, bucket: window.bucket });
+    data = await gql(CONFIG, { id, ids: [id], minutes: window.minutes, bucket: window.bucket,
+      withTenant: platform() });
   } catch (error) {
     show(heading("Config"), failure(error));
     return;
@@ -397,6 +417,8 @@ export async function configPage({ params: [id], query = new URLSearchParams() }
     heading(config.name || config.id, state(config), health(config)),
     h("dl", { class: "facts" },
       h("dt", {}, "Id"), h("dd", {}, h("code", {}, config.id)),
+      config.tenant ? [h("dt", {}, "Tenant"), h("dd", {}, tenantLink(config.tenant),
+        h("span", { class: "muted" }, ` · ${config.tenant.uid}`))] : null,
       h("dt", {}, "Endpoint"), h("dd", { class: "wrap" }, config.endpoint),
       h("dt", {}, "Event types"), h("dd", {}, config.eventTypes.join(", ")),
       h("dt", {}, "Health"), h("dd", {}, healthText(config.health)),

@@ -3,6 +3,7 @@
 
 import { describe, gql, newKey, viewer } from "../api.js";
 import { configPicker, rememberConfigs } from "../picker.js";
+import { narrowedTo, platform, rememberTenants, tenantLink, withTenant } from "../tenancy.js";
 import {
   ask, badge, failure, h, heading, loading, notify, number, relative, startPage, table, time,
 } from "../ui.js";
@@ -10,13 +11,13 @@ import {
 const STATUSES = ["PENDING", "DELIVERING", "SUCCEEDED", "FAILED", "CANCELLED"];
 
 const LIST = `query Deliveries($filter: DeliveryFilter, $first: Int, $after: String, $last: Int,
-    $before: String, $orderBy: DeliveryOrder!) {
+    $before: String, $orderBy: DeliveryOrder!, $withTenant: Boolean!) {
   deliveries(filter: $filter, first: $first, after: $after, last: $last, before: $before,
              orderBy: $orderBy) {
     totalCount totalCountIsExact
     edges { node { id eventId eventType configId configName status attemptCount
                    replayGeneration nextAttemptAt lastStatusCode lastError createdAt
-                   heldBy { by until } } }
+                   heldBy { by until } tenant @include(if: $withTenant) { uid name } } }
     pageInfo { hasNextPage endCursor hasPreviousPage startCursor }
   }
 }`;
@@ -63,6 +64,7 @@ function instant(value) {
 /** Return the API filter that the address's query describes. */
 export function filterOf(query) {
   const filter = {
+    tenant: narrowedTo(query),
     status: list(query, "status"),
     configIds: list(query, "config"),
     eventTypes: list(query, "type"),
@@ -83,6 +85,7 @@ function localInput(value) {
 
 function filterForm(query) {
   const statuses = new Set(list(query, "status") || []);
+  const tenant = narrowedTo(query);
   const field = (id, label, input) => h("div", { class: "field" },
     h("label", { for: id }, label), input);
   const form = h("form", { class: "filters", "aria-label": "Filter deliveries",
@@ -101,14 +104,15 @@ function filterForm(query) {
       for (const name of ["after_time", "before_time"]) {
         if (data.get(name)) next.set(name, new Date(data.get(name)).toISOString());
       }
-      location.hash = `#/deliveries?${next}`;
+      location.hash = withTenant(`#/deliveries?${next}`, tenant);
     } },
   h("fieldset", { class: "statuses" }, h("legend", {}, "Status"),
     STATUSES.map((status) => h("label", { class: "check" },
       h("input", { type: "checkbox", name: "status", value: status,
         checked: statuses.has(status) }), status.toLowerCase()))),
   field("filter-config", "Configs",
-    configPicker({ id: "filter-config", name: "config", selected: list(query, "config") || [] })),
+    configPicker({ id: "filter-config", name: "config", selected: list(query, "config") || [],
+      tenant })),
   field("filter-type", "Event types", h("input", { id: "filter-type", name: "type",
     value: query.get("type") || "", placeholder: "order.paid, …" })),
   field("filter-event", "Event id", h("input", { id: "filter-event", name: "event",
@@ -127,7 +131,7 @@ function filterForm(query) {
       selected: query.get("order") === "NEXT_ATTEMPT_AT" }, "next attempt soonest"))),
   h("div", { class: "actions" },
     h("button", { type: "submit" }, "Apply filters"),
-    h("a", { class: "button secondary", href: "#/deliveries" }, "Clear")));
+    h("a", { class: "button secondary", href: withTenant("#/deliveries", tenant) }, "Clear")));
   return form;
 }
 
@@ -238,18 +242,21 @@ export async function deliveriesPage({ query }) {
     orderBy: query.get("order") === "NEXT_ATTEMPT_AT" ? "NEXT_ATTEMPT_AT" : "CREATED_AT_DESC",
     first: backwards ? null : PAGE, after: query.get("cursor_after"),
     last: backwards ? PAGE : null, before: query.get("cursor_before"),
+    withTenant: platform(),
   };
   let data;
   try {
     data = await gql(LIST, variables);
   } catch (error) {
     show(heading("Deliveries"), failure(error),
-      h("p", {}, h("a", { href: "#/deliveries" }, "Clear the filters")));
+      h("p", {}, h("a", { href: withTenant("#/deliveries", narrowedTo(query)) },
+        "Clear the filters")));
     return;
   }
   const { deliveries } = data;
   rememberConfigs(deliveries.edges.map(({ node }) => ({ id: node.configId,
     name: node.configName })));
+  if (variables.withTenant) rememberTenants(deliveries.edges.map(({ node }) => node.tenant));
   const page = deliveries.pageInfo;
   const total = `${deliveries.totalCountIsExact ? "" : "about "}` +
     `${number(deliveries.totalCount)} matching` +
@@ -259,13 +266,14 @@ export async function deliveriesPage({ query }) {
     heading("Deliveries", h("span", { class: "muted", id: "total" }, total)),
     h("details", { class: "card", open: true },
       h("summary", {}, "Filters"), filterForm(query)),
-    table(["Id", "Status", "Event type", "Config", "Attempts", "Last code", "Last error",
-      due ? "Next attempt" : "Created"],
+    table(["Id", "Status", "Event type", variables.withTenant ? "Tenant" : null, "Config",
+      "Attempts", "Last code", "Last error", due ? "Next attempt" : "Created"].filter(Boolean),
     deliveries.edges.map(({ node }) => h("tr", {},
       h("td", {}, h("a", { href: `#/deliveries/${node.id}` }, node.id)),
       h("td", {}, badge(node.status), node.heldBy ? h("span", { class: "held" },
         ` held: ${HELD_WORDS[node.heldBy.by]}`) : null),
       h("td", {}, node.eventType),
+      variables.withTenant ? h("td", {}, tenantLink(node.tenant)) : null,
       h("td", {}, h("a", { href: `#/configs/${encodeURIComponent(node.configId)}`,
         title: node.configId }, node.configName || node.configId)),
       h("td", { class: "num" }, node.replayGeneration

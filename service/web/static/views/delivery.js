@@ -2,6 +2,7 @@
 // and replay / expedite (one idempotency key per click) while watching the new attempt arrive.
 
 import { describe, gql, newKey, viewer } from "../api.js";
+import { platform, tenantLink } from "../tenancy.js";
 import {
   badge, elapsed, failure, h, heading, loading, notify, relative, startPage, time,
 } from "../ui.js";
@@ -24,8 +25,9 @@ export function heldText(hold) {
       : "an earlier delivery", ", the earlier delivery of its ordering key."];
 }
 
-const DELIVERY = `query Delivery($id: ID!) {
+const DELIVERY = `query Delivery($id: ID!, $withTenant: Boolean!) {
   delivery(id: $id) {
+    tenant @include(if: $withTenant) { uid name }
     id webhookId eventId eventType configId configName status attemptCount replayGeneration
     nextAttemptAt lastStatusCode lastError createdAt updatedAt occurredAt payload
     heldBy { by since until reason behind }
@@ -114,7 +116,7 @@ export async function deliveryPage({ params: [id] }) {
   show(heading(`Delivery ${id}`), loading());
   let delivery;
   try {
-    delivery = (await gql(DELIVERY, { id })).delivery;
+    delivery = (await gql(DELIVERY, { id, withTenant: platform() })).delivery;
   } catch (error) {
     show(heading(`Delivery ${id}`), failure(error),
       h("p", {}, h("a", { href: "#/deliveries" }, "Back to the deliveries")));
@@ -130,7 +132,7 @@ export async function deliveryPage({ params: [id] }) {
       if (!location.hash.startsWith(`#/deliveries/${id}`)) return;
       let now;
       try {
-        now = (await gql(DELIVERY, { id })).delivery;
+        now = (await gql(DELIVERY, { id, withTenant: platform() })).delivery;
       } catch (error) {
         watching.textContent = describe(error);
         continue;
@@ -156,6 +158,8 @@ export async function deliveryPage({ params: [id] }) {
       h("dt", {}, "Config"), h("dd", {}, h("a",
         { href: `#/configs/${encodeURIComponent(delivery.configId)}` },
         delivery.configName || delivery.configId)),
+      delivery.tenant ? [h("dt", {}, "Tenant"), h("dd", {}, tenantLink(delivery.tenant),
+        h("span", { class: "muted" }, ` · ${delivery.tenant.uid}`))] : null,
       h("dt", {}, "Attempts"), h("dd", {}, `${delivery.attemptCount} in generation ` +
         `${delivery.replayGeneration}`),
       h("dt", {}, "Next attempt"), delivery.heldBy
