@@ -21,7 +21,9 @@ def named(info: Info, uid: str | None, argument: str = "tenant") -> Tenant | Non
     if uid is None:
         return None
     uid = arguments.text(uid, argument)
-    found = tenants.get(info.context.pool, info.context.scope, uid)
+    seen = next((tenant for tenant in info.context.tenants_seen.values() if tenant.uid == uid),
+                None)
+    found = seen or tenants.get(info.context.pool, info.context.scope, uid)
     if found is None:
         raise NotFound(f"tenant {uid!r} not found")
     info.context.tenants_seen[found.id] = found
