@@ -100,6 +100,19 @@ def subscription_patterns(event_type: str) -> list[str]:
                                      for n in range(1, len(segments))]
 
 
+def covers(allowed: Sequence[str], subscription: str) -> bool:
+    """Return whether the subscriptions `allowed` reach everything `subscription` reaches: a
+    type is covered by itself or a pattern matching it; `prefix.*` by itself, `*` or a pattern
+    of a shorter prefix; `*` by `*` only."""
+    if subscription == WILDCARD:
+        return WILDCARD in allowed
+    if is_pattern(subscription):
+        prefix = subscription[:-2]
+        wider = [pattern for pattern in subscription_patterns(prefix) if pattern != prefix]
+        return subscription in allowed or any(pattern in allowed for pattern in wider)
+    return any(pattern in allowed for pattern in subscription_patterns(subscription))
+
+
 @functools.lru_cache(maxsize=4096)
 def _validator(name: str, version: int, schema_text: str) -> Draft202012Validator:
     """Return the compiled schema of one version of a type (a version never changes)."""

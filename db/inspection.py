@@ -67,6 +67,7 @@ class DeliveryDetail(DeliverySummary):
     what a broker message carried beside it (key, W3C trace context)."""
 
     payload: Any = None
+    payload_text: str = ""  # the payload as stored, as the worker splices it into the body
     occurred_at: datetime | None = None
     message_key: bytes | None = None
     trace_parent: str | None = None
@@ -161,6 +162,7 @@ def delivery(pool: ConnectionPool, scope: Scope, id: int) -> DeliveryDetail | No
     hold = Hold.pop_from(row)
     return DeliveryDetail(**{**row, "status": Status(row["status"]), "hold": hold,
                              "payload": json.loads(row["payload"]),
+                             "payload_text": row["payload"],
                              "message_key": None if key is None else bytes(key)})
 
 

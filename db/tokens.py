@@ -12,7 +12,7 @@ from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
 from db.scope import Scope
 from db.sql import QUERIES
-from db.vocabulary import TOKEN_PREFIX
+from db.vocabulary import TOKEN_PREFIX, PortalCapability
 
 ROLES = ("viewer", "operator")
 MAX_NAME_LENGTH = 100
@@ -85,13 +85,18 @@ def revoke(pool: ConnectionPool, name: str) -> Token:
 
 @dataclass(frozen=True)
 class Principal:
-    """Who a request acts as: the token's name (never the token), its role, and the tenant it
-    acts for (None: the whole platform)."""
+    """Who a request acts as: the token's name (never the token), its role, the tenant it
+    acts for (None: the whole platform), and a portal session's limits."""
 
     name: str
     role: str
     tenant_id: int | None = None
     tenant_uid: str | None = None
+    # A portal session's limits (db/portal_sessions.py); None for an API token, whose role
+    # alone says what it may do.
+    capabilities: frozenset[PortalCapability] | None = None
+    event_types: tuple[str, ...] | None = None  # the subscriptions it may make; None: any
+    expires_at: datetime | None = None
 
     @property
     def scope(self) -> Scope:

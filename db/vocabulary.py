@@ -1,7 +1,7 @@
 """The words every layer shares: the statuses of a delivery, the outcomes of an attempt, why a
-broker message was rejected, the prefixes of secrets and tokens, how deliveries are ordered,
-a config's health and its breaker's states, an attempt's verdict, what a replay did, what
-holds a pending delivery back.
+broker message was rejected, the prefixes of secrets and tokens, what a portal session may
+do, how deliveries are ordered, a config's health and its breaker's states, an attempt's
+verdict, what a replay did, what holds a pending delivery back.
 
 Constants only, importing nothing: any module above `db/` may use them without pulling in
 the database driver.
@@ -57,6 +57,18 @@ IN_HAND = (Status.PENDING, Status.DELIVERING)  # the work queue, not yet finishe
 
 SECRET_PREFIX = "whsec_"  # a config's signing secret (Standard Webhooks): whsec_<base64 key>
 TOKEN_PREFIX = "whk_"  # an API bearer token
+PORTAL_TOKEN_PREFIX = "whp_"  # a portal session's bearer token (short-lived, one tenant)
+
+
+class PortalCapability(StrEnum):
+    """What a portal session may do besides acting for its tenant; `portal_sessions.capabilities`
+    holds the values."""
+
+    READ = "read"  # every query: endpoints, deliveries, attempts, health, the catalog
+    MANAGE_ENDPOINTS = "manage_endpoints"  # create, change, pause, resume and delete endpoints
+    REPLAY = "replay"  # replay deliveries, one or in bulk, and skip a failed one
+    ROTATE_SECRET = "rotate_secret"  # rotate an endpoint's signing secret
+    SEND_EXAMPLE = "send_example"  # publish a catalog example of a type to its own tenant
 
 
 class Ordering(StrEnum):

@@ -12,8 +12,8 @@ from db import configs, health
 from db.configs import ConfigChange as ChangeRow
 from db.configs import NewConfig
 from db.errors import InvalidInput
-from db.vocabulary import SECRET_PREFIX, Ordering, Status
-from graphql_schema import arguments, tenancy
+from db.vocabulary import SECRET_PREFIX, Ordering, PortalCapability, Status
+from graphql_schema import arguments, portal_limits, tenancy
 from graphql_schema.access import operator_mutation
 from graphql_schema.catalog_api import check_subscriptions
 from graphql_schema.context import Info
@@ -118,9 +118,11 @@ def _new_config(info: Info, input: CreateConfigInput) -> NewConfig:
 
 
 def _subscriptions(info: Info, given: list[str] | None) -> list[str] | None:
-    """Return a config's subscriptions, checked against the catalog when it is strict."""
+    """Return a config's subscriptions, checked against the catalog when it is strict and
+    against the caller's portal session, if it is one."""
     subscriptions = arguments.texts(given, "eventTypes")
     check_subscriptions(info, subscriptions)
+    portal_limits.check_subscriptions(info, subscriptions)
     return subscriptions
 
 
@@ -140,12 +142,14 @@ def _change(info: Info, change: ChangeRow) -> ConfigChange:
 
 @strawberry.type
 class ConfigMutations:
-    @operator_mutation(description="Create a config; its secret is shown here once.")
+    @operator_mutation(capability=PortalCapability.MANAGE_ENDPOINTS,
+                       description="Create a config; its secret is shown here once.")
     def create_config(self, info: Info, input: CreateConfigInput) -> ConfigWithSecret:
         config, secret = configs.create_many(info.context.pool, [_new_config(info, input)])[0]
         return ConfigWithSecret(config=Config.from_row(config), secret=secret)
 
-    @operator_mutation(description=f"Create up to {MAX_CONFIGS_CREATED:,} configs in one "
+    @operator_mutation(capability=PortalCapability.MANAGE_ENDPOINTS,
+                       description=f"Create up to {MAX_CONFIGS_CREATED:,} configs in one "
                                    "transaction, all or none, in the order given; their "
                                    "secrets are shown here once.")
     def create_configs(self, info: Info,
@@ -162,7 +166,8 @@ class ConfigMutations:
         return [ConfigWithSecret(config=Config.from_row(config), secret=secret)
                 for config, secret in configs.create_many(info.context.pool, new)]
 
-    @operator_mutation(description="Change the endpoint, event types, name, limits, ordering or "
+    @operator_mutation(capability=PortalCapability.MANAGE_ENDPOINTS,
+                       description="Change the endpoint, event types, name, limits, ordering or "
                                    "failure policy of a config.")
     def update_config(self, info: Info, id: strawberry.ID, input: UpdateConfigInput) -> Config:
         config = configs.update(
@@ -180,23 +185,27 @@ class ConfigMutations:
         )
         return Config.from_row(config)
 
-    @operator_mutation(description="Activate a config; cancelled deliveries stay cancelled.")
+    @operator_mutation(capability=PortalCapability.MANAGE_ENDPOINTS,
+                       description="Activate a config; cancelled deliveries stay cancelled.")
     def activate_config(self, info: Info, id: strawberry.ID) -> Config:
         return Config.from_row(configs.activate(info.context.pool, info.context.scope,
                                                 _config_id(id), actor=info.context.token_name))
 
-    @operator_mutation(description="Deactivate a config and cancel its pending deliveries.")
+    @operator_mutation(capability=PortalCapability.MANAGE_ENDPOINTS,
+                       description="Deactivate a config and cancel its pending deliveries.")
     def deactivate_config(self, info: Info, id: strawberry.ID) -> ConfigChange:
         return _change(info, configs.deactivate(info.context.pool, info.context.scope,
                                                 _config_id(id), actor=info.context.token_name))
 
     @operator_mutation(
+        capability=PortalCapability.MANAGE_ENDPOINTS,
         description="Delete a config and cancel its pending deliveries; they stay inspectable.")
     def delete_config(self, info: Info, id: strawberry.ID) -> ConfigChange:
         return _change(info, configs.delete(info.context.pool, info.context.scope,
                                             _config_id(id), actor=info.context.token_name))
 
     @operator_mutation(
+        capability=PortalCapability.ROTATE_SECRET,
         description="Install a new secret (generated when omitted); each rotated-out secret "
                     "(the 5 newest) keeps signing alongside it for its own grace period: "
                     "`graceSeconds` for the one retired now (0 to 2592000, default "

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 import strawberry
 
 from db.pool import ConnectionPool
 from db.scope import Scope
+from db.vocabulary import PortalCapability
 
 
 class Telemetry(Protocol):
@@ -59,6 +61,12 @@ class Context:
     # InvalidInput saying why it still cannot be an event); unset: replays are unavailable.
     read_rejected: Callable[[Any], Any] | None = None
     idempotency_key: str | None = None  # the request's Idempotency-Key header
+    # A portal session's limits: what it may do, and the subscriptions its endpoints may make
+    # (None: any); None for an API token, whose role alone says what it may do.
+    capabilities: frozenset[PortalCapability] | None = None
+    allowed_event_types: tuple[str, ...] | None = None
+    session_expires_at: datetime | None = None  # when the caller's portal session ends
+    portal_url: str | None = None  # the address of the portal page, for the sessions minted
     observed: Observed = field(default_factory=Observed)
 
 

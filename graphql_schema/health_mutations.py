@@ -8,7 +8,7 @@ import strawberry
 
 from db import configs, health
 from db.errors import NotFound
-from db.vocabulary import CircuitState, HealthState
+from db.vocabulary import CircuitState, HealthState, PortalCapability
 from graphql_schema import arguments
 from graphql_schema.access import operator_mutation
 from graphql_schema.context import Info
@@ -43,7 +43,8 @@ def _apply(info: Info, id: strawberry.ID, change, reason: str | None, *, done: s
 
 @strawberry.type
 class HealthMutations:
-    @operator_mutation(description="Pause a config: new events still create pending "
+    @operator_mutation(capability=PortalCapability.MANAGE_ENDPOINTS,
+                       description="Pause a config: new events still create pending "
                                    "deliveries, nothing is attempted or cancelled, and the "
                                    "retry windows' clocks stop. Pausing a paused config is a "
                                    "no-op (`changed: false`).")
@@ -53,7 +54,8 @@ class HealthMutations:
                       already="config was already paused; nothing changed",
                       default_reason="paused by an operator")
 
-    @operator_mutation(description="Resume a paused config; its backlog is released "
+    @operator_mutation(capability=PortalCapability.MANAGE_ENDPOINTS,
+                       description="Resume a paused config; its backlog is released "
                                    "gradually (the in-flight cap ramps up from 1).")
     def resume_config(self, info: Info, id: strawberry.ID,
                       reason: str | None = None) -> ConfigHealthChange:
@@ -61,7 +63,8 @@ class HealthMutations:
                       already="config was not paused; nothing changed",
                       default_reason="resumed by an operator")
 
-    @operator_mutation(description="Close an open or half-open circuit now (the endpoint is "
+    @operator_mutation(capability=PortalCapability.MANAGE_ENDPOINTS,
+                       description="Close an open or half-open circuit now (the endpoint is "
                                    "known to be back); the backlog is released with the ramp.")
     def reset_circuit(self, info: Info, id: strawberry.ID,
                       reason: str | None = None) -> ConfigHealthChange:

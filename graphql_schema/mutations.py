@@ -13,12 +13,14 @@ from strawberry.tools import merge_types
 from db import event_keys, events, tenants
 from db.errors import InvalidInput
 from db.tenants import Tenant
-from graphql_schema import tenancy
+from db.vocabulary import PortalCapability
+from graphql_schema import portal_limits, tenancy
 from graphql_schema.access import operator_mutation
 from graphql_schema.catalog_api import CatalogMutations
 from graphql_schema.config_mutations import ConfigMutations
 from graphql_schema.context import Info
 from graphql_schema.health_mutations import HealthMutations
+from graphql_schema.portal_api import PortalMutations
 from graphql_schema.rejected_replay import RejectedReplayMutations
 from graphql_schema.replay_mutations import ReplayMutations
 from graphql_schema.tenant_api import TenantMutations
@@ -92,12 +94,16 @@ def _recipients(info: Info, given: PublishEventInput) -> list[Tenant]:
 
 @strawberry.type
 class EventMutations:
-    @operator_mutation(description="Store an event and one delivery per subscribed config of "
+    @operator_mutation(capability=PortalCapability.SEND_EXAMPLE,
+                       description="Store an event and one delivery per subscribed config of "
                                    "its tenant (or of each of its tenants). Over a tenant's "
                                    "`eventsPerSecond`: RATE_LIMITED (with `retryAfter`, "
-                                   "HTTP 429), and nothing is stored.")
+                                   "HTTP 429), and nothing is stored. A portal session "
+                                   "publishes only the catalog's examples of the types it "
+                                   "may subscribe to.")
     def publish_event(self, info: Info, input: PublishEventInput) -> PublishedEvent:
         recipients = _recipients(info, input)
+        portal_limits.check_example(info, input.type, input.payload)
         event = events.new_event(input.id or f"evt_{uuid.uuid4().hex}", input.type,
                                  input.payload, tenant_id=recipients[0].id,
                                  max_payload=info.context.max_payload,
@@ -117,4 +123,4 @@ class EventMutations:
 
 Mutation = merge_types("Mutation", (ConfigMutations, EventMutations, HealthMutations,
                                    ReplayMutations, TenantMutations, RejectedReplayMutations,
-                                   CatalogMutations))
+                                   CatalogMutations, PortalMutations))

@@ -32,6 +32,7 @@ from graphql_schema.connections import (
 )
 from graphql_schema.context import Info
 from graphql_schema.filters import ConfigFilter, DeliveryFilter
+from graphql_schema.portal_api import grant_of
 from graphql_schema.tenant_api import TenantQueries
 from graphql_schema.types import (
     MAX_RATE_HOURS,
@@ -265,7 +266,7 @@ class DeliveryQueries:
     def me(self, info: Info) -> Me:
         role = Role(info.context.role)
         return Me(role=role, can_mutate=role is Role.OPERATOR,
-                  tenant_uid=info.context.tenant_uid)
+                  tenant_uid=info.context.tenant_uid, portal=grant_of(info))
 
     @strawberry.field(description="Broker messages that could not become events, newest first.",
                       permission_classes=[PlatformOnly])

@@ -15,7 +15,7 @@ import strawberry
 from db import deliveries, idempotency, inspection, ordering
 from db import filters as db_filters
 from db.errors import InvalidInput
-from db.vocabulary import REPLAYABLE, Status
+from db.vocabulary import REPLAYABLE, PortalCapability, Status
 from db.vocabulary import ReplayAction as ReplayWord
 from graphql_schema import arguments, cursors, filters, tenancy
 from graphql_schema.access import operator_mutation
@@ -140,6 +140,7 @@ class SkipResult:
 @strawberry.type
 class ReplayMutations:
     @operator_mutation(
+        capability=PortalCapability.REPLAY,
         description="Let the ordering key a failed delivery holds go on past it: the next "
                     "delivery of the key becomes due. The delivery stays failed (and can "
                     "still be replayed: then it holds its key again if it fails again). "
@@ -152,6 +153,7 @@ class ReplayMutations:
                           ordering_key=skipped.ordering_key, sequence=skipped.sequence)
 
     @operator_mutation(
+        capability=PortalCapability.REPLAY,
         description="Replay a failed delivery (new generation) or expedite a pending one. "
                     "Needs the Idempotency-Key header; a key repeats its first result for 24 h.")
     def replay_delivery(self, info: Info, id: strawberry.ID) -> ReplayResult:
@@ -169,6 +171,7 @@ class ReplayMutations:
         return ReplayResult.from_json(_replay_once(info, "replayDelivery", {"id": number}, run))
 
     @operator_mutation(
+        capability=PortalCapability.REPLAY,
         description=f"Replay the failed and expedite the pending deliveries of one page (at "
                     f"most {MAX_PAGE}, newest first) of a creation window. Needs an "
                     "Idempotency-Key header; use a new one for each page.")

@@ -30,6 +30,7 @@ from graphql import (
 from strawberry.extensions import AddValidationRules, MaxTokensLimiter, SchemaExtension
 from strawberry.schema.config import StrawberryConfig
 
+from graphql_schema.access import SessionReads
 from graphql_schema.errors import log_unexpected
 from graphql_schema.limits import DocumentLimits
 from graphql_schema.mutations import Mutation
@@ -79,6 +80,7 @@ schema = Schema(
         lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
         lambda: AddValidationRules([DocumentLimits]),  # depth and aliases; see limits.py
         NameTheOperation,
+        SessionReads,
     ],
 )
 

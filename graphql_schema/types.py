@@ -12,7 +12,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from db import health as health_rows
-from db import inspection, ordering, rates
+from db import inspection, ordering, rates, webhook_body
 from db.configs import Config as ConfigRow
 from db.errors import InvalidInput
 from db.event_keys import DIGEST_PREFIX, ENCODED_PREFIX, MAX_ORDERING_KEY_LENGTH
@@ -27,6 +27,7 @@ from db.vocabulary import HealthState as HealthWord
 from db.vocabulary import HeldBy as HeldByWord
 from graphql_schema import cursors, tenancy
 from graphql_schema.context import Info
+from graphql_schema.portal_api import PortalGrant
 from graphql_schema.tenant_types import Tenant
 
 # The API's name for `Status`, member for member: a value of one is equal to the other's.
@@ -172,6 +173,9 @@ class Delivery(DeliverySummary):
         description="The W3C trace context the producer sent with the event; every attempt "
                     "is a child span of it.")
     tracestate: str | None = None
+    request_body: str = strawberry.field(
+        description="The JSON body every attempt of it sends, byte for byte as signed: "
+                    '`{"id", "type", "timestamp", "data"}` with the payload as stored.')
 
     @strawberry.field(description="Its newest `last` attempts (1 to 1000; every generation "
                                   "counts), oldest first. A delivery replayed many times has "
@@ -187,7 +191,9 @@ class Delivery(DeliverySummary):
     def from_detail(cls, row: inspection.DeliveryDetail) -> Delivery:
         key = None if row.message_key is None else base64.b64encode(row.message_key).decode()
         return cls(**cls.fields_of(row), payload=row.payload, occurred_at=row.occurred_at,
-                   event_key=key, traceparent=row.trace_parent, tracestate=row.trace_state)
+                   event_key=key, traceparent=row.trace_parent, tracestate=row.trace_state,
+                   request_body=webhook_body.body(row.event_id, row.event_type, row.occurred_at,
+                                                  row.payload_text).decode())
 
 
 HealthState = strawberry.enum(
@@ -566,3 +572,5 @@ class Me:
     can_mutate: bool = strawberry.field(description="Operator tokens only.")
     tenant_uid: str | None = strawberry.field(
         default=None, description="The tenant the token acts for; null: the whole platform.")
+    portal: PortalGrant | None = strawberry.field(
+        default=None, description="A portal session's grant; null for an API token.")

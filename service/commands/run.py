@@ -37,7 +37,8 @@ def run_worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 @command("web", "serve the GraphQL API with gunicorn's gevent worker on $PORT",
-         settings=(*API_SETTINGS, "port", "web_concurrency", "shutdown_timeout"))
+         settings=(*API_SETTINGS, "port", "web_concurrency", "shutdown_timeout", "public_url",
+                   "portal_frame_ancestors"))
 def run_web(args: argparse.Namespace, settings: Settings) -> int:
     """Bind $PORT here, so that a taken port is one line naming it, then hand the socket to
     gunicorn (which would otherwise retry for 5 s and log each try)."""

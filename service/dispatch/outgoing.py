@@ -3,11 +3,10 @@ the trace context and span attributes of the attempt."""
 
 from __future__ import annotations
 
-import json
 import time
 import urllib.parse
-from datetime import UTC, datetime
 
+from db import webhook_body
 from db.deliveries import Claimed
 from service import __version__
 from service.policy.signing import headers as signature_headers
@@ -23,13 +22,9 @@ CONSTANT_HEADERS = {
 
 
 def body(claimed: Claimed) -> bytes:
-    """Return `{"id", "type", "timestamp", "data"}` with the stored payload text spliced in."""
-    return (
-        '{"id":' + json.dumps(claimed.event_id)
-        + ',"type":' + json.dumps(claimed.event_type)
-        + ',"timestamp":"' + rfc3339(claimed.occurred_at)
-        + '","data":' + claimed.payload + "}"
-    ).encode()
+    """Return the JSON body of an attempt (db/webhook_body.py)."""
+    return webhook_body.body(claimed.event_id, claimed.event_type, claimed.occurred_at,
+                             claimed.payload)
 
 
 def headers(claimed: Claimed, payload: bytes, *, now: float | None = None) -> dict[str, str]:
@@ -96,8 +91,3 @@ def span_attributes(claimed: Claimed) -> dict[str, str | int]:
             key = bytes(claimed.message_key).decode("utf-8", errors="replace")
             attributes["messaging.kafka.message.key"] = key
     return attributes
-
-
-def rfc3339(moment: datetime) -> str:
-    """Return `moment` in UTC as RFC 3339 with millisecond precision and a `Z`."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

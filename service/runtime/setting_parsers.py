@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import urllib.parse
 from collections.abc import Callable
 from enum import StrEnum
 from typing import TypeVar
@@ -89,3 +91,38 @@ def parse_dsn(text: str) -> str | None:
 
 def parse_csv(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def parse_origin_url(text: str) -> str | None:
+    """Parse an absolute http(s) URL without query or fragment, its trailing slash dropped."""
+    url = parse_text(text)
+    if url is None:
+        return None
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query \
+            or parts.fragment:
+        raise ValueError(f"{url!r}: give an absolute http(s) URL without query or fragment, "
+                         "e.g. https://hooks.example.com")
+    return url.rstrip("/")
+
+
+# A CSP source expression: a keyword in quotes, a scheme, or a host source; what would end the
+# directive or the header (`;`, `,`, control characters) is not one.
+_CSP_SOURCE = re.compile(r"'(self|none)'"
+                         r"|[A-Za-z][A-Za-z0-9+.-]*:(//[^\s;,']+)?"
+                         r"|[^\s;,':]+(:\d+|:\*)?")
+
+
+def parse_csp_sources(text: str) -> str:
+    """Parse a space-separated list of CSP sources (`'self'`, `https://app.example.com`,
+    `*.example.com`); `'none'` stands alone."""
+    sources = text.split()
+    if not sources:
+        raise ValueError("give at least one source, e.g. 'self' or https://app.example.com")
+    for source in sources:
+        if not _CSP_SOURCE.fullmatch(source):
+            raise ValueError(f"{source!r} is not a CSP source (e.g. 'self', "
+                             "https://app.example.com, *.example.com)")
+    if "'none'" in sources and len(sources) > 1:
+        raise ValueError("'none' stands alone")
+    return " ".join(sources)

@@ -28,8 +28,10 @@ from service.runtime.setting_parsers import (
     one_of,
     parse_bool,
     parse_cap,
+    parse_csp_sources,
     parse_csv,
     parse_dsn,
+    parse_origin_url,
     parse_ratio,
     parse_text,
 )
@@ -194,6 +196,16 @@ class Settings:
     allow_private_endpoints: bool = _setting(
         "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS", "false", parse_bool,
         "allow loopback, private and link-local endpoints (true under dev)",
+    )
+    public_url: str | None = _setting(
+        "WEBHOOKS_PUBLIC_URL", None, parse_origin_url,
+        "the address clients reach the web process at, e.g. https://hooks.example.com: the base "
+        "of the portal sessions' URLs (unset: the address each request came to)",
+    )
+    portal_frame_ancestors: str = _setting(
+        "WEBHOOKS_PORTAL_FRAME_ANCESTORS", "'self'", parse_csp_sources,
+        "the pages that may embed /portal in a frame: CSP sources separated by spaces, e.g. "
+        "'self' https://app.example.com",
     )
     db_pool_size: int = _setting(
         "WEBHOOKS_DB_POOL_SIZE", "10", int_between(1, 1000), "database connections per process"

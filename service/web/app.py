@@ -1,4 +1,5 @@
-"""The web application factory: GraphQL API, ops dashboard, health checks and metrics."""
+"""The web application factory: GraphQL API, ops dashboard, customer portal, health checks and
+metrics."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import functools
 
 from flask import Flask, Request, Response, jsonify
 
-from db import tokens
+from db import portal_sessions, tokens
 from db.pool import ConnectionPool
 from db.scope import NOBODY
 from graphql_schema.context import Context, bearer_token
+from graphql_schema.portal_api import PORTAL_PATH
 from graphql_schema.schema import operations, schema
 from graphql_schema.view import GraphQLView
 from service.ingest import envelope
@@ -17,7 +19,7 @@ from service.runtime.api_context import api_context
 from service.runtime.settings import Settings
 from service.runtime.status_server import PROMETHEUS_TYPE, readiness
 from service.runtime.telemetry import Telemetry
-from service.web import dashboard
+from service.web import dashboard, portal
 from service.web.weblog import TOKEN_NAME_KEY
 
 GRAPHQL_BODY_ALLOWANCE = 64 * 1024  # bytes of a /graphql request besides the event payload
@@ -42,7 +44,8 @@ def create_app(
 
     def graphql_context(request: Request) -> Context:
         token = bearer_token(request.headers.get("Authorization"))
-        principal = tokens.authenticate(pool, token) if token else None
+        principal = token and (tokens.authenticate(pool, token)
+                               or portal_sessions.authenticate(pool, token))
         if principal:  # for the access log, which names the token, never shows it
             request.environ[TOKEN_NAME_KEY] = principal.name
         return api_context(pool, telemetry, settings,
@@ -51,7 +54,9 @@ def create_app(
                            scope=principal.scope if principal else NOBODY,
                            tenant_uid=principal.tenant_uid if principal else None,
                            idempotency_key=request.headers.get("Idempotency-Key"),
-                           read_rejected=read_rejected)
+                           read_rejected=read_rejected, principal=principal or None,
+                           portal_url=(settings.public_url or request.host_url.rstrip("/"))
+                           + PORTAL_PATH)
 
     names = operations()
     telemetry.api_operations(names)
@@ -59,6 +64,7 @@ def create_app(
         "graphql", schema=schema, context_for=graphql_context, telemetry=telemetry,
         operations=names, ide_page=dashboard.graphiql_page))
     app.register_blueprint(dashboard.blueprint())
+    app.register_blueprint(portal.blueprint(settings.portal_frame_ancestors))
     # A GraphQL body holds at most one payload, JSON-escaped, plus the operation around it.
     app.config["MAX_CONTENT_LENGTH"] = 2 * settings.max_payload + GRAPHQL_BODY_ALLOWANCE
 

@@ -78,6 +78,8 @@ def test_every_mutation_is_forbidden_to_a_viewer(viewer, make):
         "createEventType": '(input: {name: "t.x"}) { name }',
         "updateEventType": '(name: "t.x", input: {description: "d"}) { name }',
         "deprecateEventType": '(name: "t.x", reason: "r") { name }',
+        "createPortalSession": '(tenant: "default") { token }',
+        "revokePortalSessions": '(tenant: "default")',
     }
     mutations = viewer.data('{ __type(name: "Mutation") { fields { name } } }')
     assert set(arguments) == {field["name"] for field in mutations["__type"]["fields"]}

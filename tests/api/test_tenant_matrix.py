@@ -17,8 +17,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from graphql import GraphQLObjectType, build_schema, get_named_type
 
-from db import configs, deliveries, events, health, tenants, tokens
+from db import configs, deliveries, events, health, portal_sessions, tenants, tokens
 from db.scope import PLATFORM
+from db.vocabulary import PortalCapability
 from graphql_schema.schema import SCHEMA_FILE
 from tests.api.conftest import Api
 from tests.endpoint_health import RULES, claim, result
@@ -67,12 +68,18 @@ def _fail_what_is_due(make) -> None:
         deliveries.record_and_settle(make.pool, [failed], rules)
 
 
-@pytest.fixture
-def world(client, api, make) -> World:
+@pytest.fixture(params=["tenant token", "portal session"])
+def world(request, client, api, make) -> World:
+    """The world, A acting through its operator token or through a portal session granted
+    every capability (which must reach exactly what the token reaches)."""
     pool = make.pool
     ids = {uid: tenants.create(pool, uid=uid).id for uid in ("a", "b")}
     clients = {uid: Api(client, tokens.create(pool, name=f"{uid}-ops", role="operator",
                                               tenant_id=ids[uid])[1]) for uid in ids}
+    if request.param == "portal session":
+        clients["a"] = Api(client, portal_sessions.create(
+            pool, tenant_id=ids["a"], expires_in=3600, capabilities=list(PortalCapability),
+            event_types=None, created_by="platform").token)
     made = {}
     for uid in ids:
         for n in range(2):  # two configs each: their listings have a second page
@@ -364,6 +371,10 @@ MATRIX: dict[str, Callable[[World], None]] = {
                                               'input: {description: "x"}) { name } }'),
     "Mutation.deprecateEventType": platform_only('mutation { deprecateEventType(name: '
                                                  '"a.b", reason: "x") { name } }'),
+    "Mutation.createPortalSession": platform_only('mutation { createPortalSession(tenant: '
+                                                  '"b") { token } }'),
+    "Mutation.revokePortalSessions": platform_only('mutation { revokePortalSessions(tenant: '
+                                                   '"b") }'),
     "TenantEdge.node": platform_only("{ tenants { edges { node { uid } } } }"),
     "TenantDeletion.tenant": platform_only('mutation { deleteTenant(uid: "b") '
                                            '{ tenant { uid } } }'),
@@ -393,6 +404,6 @@ def test_every_field_that_reaches_tenant_data_has_a_row():
 
 
 @pytest.mark.parametrize("field", sorted(MATRIX))
-def test_a_tenant_token_reaches_nothing_of_another_tenant(field, world):
+def test_a_tenant_token_or_portal_session_reaches_nothing_of_another_tenant(field, world):
     MATRIX[field](world)
     world.b_unchanged()
