@@ -4,6 +4,7 @@ granted (`me { portal }`)."""
 
 from __future__ import annotations
 
+import urllib.parse
 from datetime import datetime
 from enum import StrEnum
 
@@ -28,8 +29,10 @@ PortalCapability = strawberry.enum(
 @strawberry.type(description="A portal session: its token (shown here only, never stored) and "
                              "the address of the page that uses it.")
 class PortalSession:
-    url: str = strawberry.field(description="The portal page with the token in its fragment "
-                                            "(`/portal#token=…`): never sent to a server.")
+    url: str = strawberry.field(
+        description="The portal page for the tenant, the token in its fragment "
+                    "(`/portal?tenant=…#token=…`: a fragment is never sent to a server); add "
+                    "theme parameters to its query.")
     token: str
     expires_at: datetime
 
@@ -76,7 +79,8 @@ class PortalMutations:
             capabilities=granted, event_types=arguments.texts(event_types, "eventTypes"),
             created_by=info.context.token_name)
         page = info.context.portal_url or PORTAL_PATH
-        return PortalSession(url=f"{page}#token={minted.token}",
+        address = f"{page}?{urllib.parse.urlencode({'tenant': owner.uid})}#token={minted.token}"
+        return PortalSession(url=address,
                              token=minted.token, expires_at=minted.expires_at)
 
     @operator_mutation(platform=True,

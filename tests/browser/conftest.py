@@ -93,12 +93,19 @@ def service_dsn(server_dsn, database_factory, template_database) -> str:
 
 
 @pytest.fixture(scope="module")
-def service_url(chromium, service_dsn) -> Iterator[str]:
+def service_environment() -> dict[str, str]:
+    """Settings of the module's `webhooks web` beyond the usual ones (a module overrides it)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def service_url(chromium, service_dsn, service_environment) -> Iterator[str]:
     """Run `webhooks web` and `webhooks worker` on the module's database; yield the web URL."""
     port = reserve_port()
     env = {**os.environ, "DATABASE_URL": service_dsn, "WEB_CONCURRENCY": "1",
            "WEBHOOKS_METRICS_PORT": "0",
-           "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS": "true"}  # the receivers are on 127.0.0.1
+           "WEBHOOKS_ALLOW_PRIVATE_ENDPOINTS": "true",  # the receivers are on 127.0.0.1
+           **service_environment}
     web = subprocess.Popen([sys.executable, "-m", "service", "web", "--port", str(port)],
                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)

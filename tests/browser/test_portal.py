@@ -1,0 +1,175 @@
+"""The customer portal in Chromium, embedded by a platform's page on another origin: a customer
+adds an endpoint, sees a delivery fail and then succeed once replayed, rotates the secret;
+refused sessions say so and tell the embedding page; hostile text stays text; the keyboard
+alone adds an endpoint; a phone's width works; the page runs under its strict policy."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+import requests
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from db import catalog, tenants
+from service.local.ports import reserve_port
+from tests.browser.conftest import WAIT_MS, open_page, shoot
+from tests.browser.embedding import HostPage
+from tests.helpers import wait_until
+from tests.receivers import Reply
+
+EXPIRED = {"type": "webhooks.portal.session-expired"}
+MINT = """mutation ($tenant: String!, $types: [String!], $capabilities: [PortalCapability!]) {
+  createPortalSession(tenant: $tenant, eventTypes: $types, capabilities: $capabilities) {
+    url token expiresAt } }"""
+EXAMPLE = {"order": 42, "total": "9.99"}
+
+
+@pytest.fixture(scope="module")
+def host_port() -> int:
+    return reserve_port()
+
+
+@pytest.fixture(scope="module")
+def service_environment(host_port) -> dict[str, str]:
+    return {"WEBHOOKS_PORTAL_FRAME_ANCESTORS": f"'self' http://127.0.0.1:{host_port}"}
+
+
+@pytest.fixture(scope="module")
+def host(host_port) -> Iterator[HostPage]:
+    page = HostPage(host_port)
+    yield page
+    page.stop()
+
+
+@pytest.fixture(scope="module")
+def shop(seed) -> str:
+    """The tenant the tests act for, and the catalog its customers pick from."""
+    tenants.create(seed.pool, uid="cus_shop", name="Shop")
+    catalog.create(seed.pool, name="order.created", description="An order was placed.",
+                   group_name="Orders", examples=[EXAMPLE],
+                   schema={"type": "object", "required": ["order"]})
+    catalog.create(seed.pool, name="order.refunded", description="Money went back.",
+                   group_name="Orders", examples=[{"order": 42, "refund": True}])
+    return "cus_shop"
+
+
+def mint(service_url: str, token: str, tenant: str, **arguments) -> dict:
+    """Mint a portal session the way a platform's server does: over HTTP, a platform token."""
+    response = requests.post(f"{service_url}/graphql", timeout=30,
+                             headers={"Authorization": f"Bearer {token}"},
+                             json={"query": MINT, "variables": {"tenant": tenant, **arguments}})
+    body = response.json()
+    assert "errors" not in body, body
+    return body["data"]["createPortalSession"]
+
+
+def embedded(browser, host: HostPage, url: str, width: int = 1280):
+    """Open the platform's page framing `url`; return the page, the frame and the console."""
+    page, console = open_page(browser, width=width)
+    page.goto(host.embedding(url))
+    frame = page.frame_locator("#portal")
+    return page, frame, console
+
+
+def add_endpoint(frame, url: str, name: str, event_type: str = "order.created") -> str:
+    """Add an endpoint through the form; return the secret it reveals."""
+    frame.locator("#add-endpoint").click()
+    frame.locator("#endpoint-url").fill(url)
+    frame.locator("#endpoint-name").fill(name)
+    frame.locator(f"input[name=eventType][value='{event_type}']").check()
+    frame.locator("#endpoint-save").click()
+    return frame.locator("#secret-value").inner_text()
+
+
+def test_a_customer_adds_an_endpoint_recovers_a_failed_delivery_and_rotates_the_secret(
+        browser, service_url, operator_token, host, shop, seed, receiver_factory):
+    answer = {"status": 400}
+    receiver = receiver_factory(lambda request: Reply(answer["status"], body=b"nope"))
+    session = mint(service_url, operator_token, shop)
+    assert session["url"] == f"{service_url}/portal?tenant={shop}#token={session['token']}"
+    page, frame, console = embedded(browser, host, session["url"])
+
+    frame.locator("main h1:text-is('Endpoints')").wait_for()
+    assert frame.locator("main .empty").inner_text().startswith("No endpoint yet.")
+    frame.locator("#add-endpoint").click()
+    option = frame.locator(".type-option[data-name='order.created']")
+    assert "An order was placed." in option.inner_text()
+    option.locator("summary").click()
+    assert '"required"' in option.locator("details").inner_text()  # its schema, and examples
+    frame.locator("#endpoint-save").click()
+    assert frame.locator("#form-error").inner_text() == \
+        "Enter a full URL, such as https://example.com/webhooks."
+    frame.locator("#endpoint-url").fill(receiver.url)
+    frame.locator("#endpoint-name").fill("Orders")
+    option.locator("input").check()
+    frame.locator("#endpoint-save").click()
+    secret = frame.locator("#secret-value").inner_text()
+    assert secret.startswith("whsec_")
+    assert "whsec_YOUR_ENDPOINT_SECRET" in frame.locator(".snippet-python").text_content()
+    frame.locator("#secret-done").click()
+
+    frame.locator("main h1:has-text('Orders')").wait_for()
+    frame.locator("#example-send:text-is('Send order.created')").click()
+    first = receiver.wait_for(1)[0]
+    assert Webhook(secret).verify(first.body, first.headers)["data"] == EXAMPLE
+    frame.locator("#notice:has-text('Sent order.created')").wait_for()
+
+    # The delivery failed for good (a 400); the customer opens it and reads why.
+    delivery_id = seed.column("SELECT max(id) FROM deliveries")[0]
+    wait_until(lambda: seed.row(delivery_id)["status"] == "failed")
+    frame.locator("main button.back").click()
+    frame.locator("main tbody button.link").first.click()
+    row = frame.locator(f"main tbody tr[data-id='{delivery_id}']")
+    assert row.locator(".badge").inner_text() == "failed"
+    row.locator("button.link").click()
+    frame.locator(f"main h1:has-text('Delivery {delivery_id}')").wait_for()
+    attempt = frame.locator("li.attempt").first
+    assert "HTTP 400" in attempt.inner_text()
+    attempt.locator("summary:text-is('Response')").click()
+    assert attempt.locator("pre.response").inner_text() == "nope"
+    attempt.locator("summary:text-is('Request sent')").click()
+    assert attempt.locator("pre.body").inner_text() == first.body.decode()
+    assert first.headers["webhook-signature"] in attempt.locator("dl.headers").inner_text()
+
+    answer["status"] = 200  # the customer fixes the receiver, then replays
+    frame.locator("#replay-delivery").click()
+    frame.locator("#delivery-status:text-is('succeeded')").wait_for(timeout=WAIT_MS)
+    assert receiver.wait_for(2)[1].body == first.body
+    assert frame.locator("li.attempt").count() == 2
+    assert "HTTP 200" in frame.locator("li.attempt").first.inner_text()
+    shoot(page, "portal-delivery")
+
+    # Rotating with no grace: the old secret stops signing at once.
+    frame.locator("main button.back").click()
+    frame.locator("#rotate-secret").click()
+    frame.locator("#rotate-grace").select_option("0")
+    frame.locator("#rotate-confirm").click()
+    rotated = frame.locator("#secret-value").inner_text()
+    assert rotated.startswith("whsec_") and rotated != secret
+    frame.locator("#secret-done").click()
+    frame.locator("#example-send:text-is('Send order.created')").click()
+    third = receiver.wait_for(3)[2]
+    assert Webhook(rotated).verify(third.body, third.headers)["data"] == EXAMPLE
+    with pytest.raises(WebhookVerificationError):
+        Webhook(secret).verify(third.body, third.headers)
+    assert console.errors == []
+    assert page.evaluate("window.received") == []
+
+
+def test_the_portal_is_served_under_a_strict_policy_framed_only_where_allowed(
+        service_url, host, shop):
+    response = requests.get(f"{service_url}/portal", timeout=30)
+    policy = response.headers["Content-Security-Policy"]
+    assert f"frame-ancestors 'self' {host.origin}" in policy
+    assert "script-src 'self'" in policy and "style-src 'self'" in policy
+    assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    assert "Set-Cookie" not in response.headers
+    assets = re.findall(r'(?:src|href)="(/portal/[^"]+)"', response.text)
+    assert assets
+    for asset in assets:
+        served = requests.get(f"{service_url}{asset}", timeout=30)
+        assert served.status_code == 200
+        assert served.headers["Content-Security-Policy"] == policy
