@@ -5,6 +5,7 @@ alone adds an endpoint; a phone's width works; the page runs under its strict po
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 
@@ -12,9 +13,10 @@ import pytest
 import requests
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from db import catalog, tenants
+from db import catalog, health, tenants
+from db.scope import PLATFORM
 from service.local.ports import reserve_port
-from tests.browser.conftest import WAIT_MS, open_page, shoot
+from tests.browser.conftest import UNCLAIMED, WAIT_MS, open_page
 from tests.browser.embedding import HostPage
 from tests.helpers import wait_until
 from tests.receivers import Reply
@@ -139,7 +141,6 @@ def test_a_customer_adds_an_endpoint_recovers_a_failed_delivery_and_rotates_the_
     assert receiver.wait_for(2)[1].body == first.body
     assert frame.locator("li.attempt").count() == 2
     assert "HTTP 200" in frame.locator("li.attempt").first.inner_text()
-    shoot(page, "portal-delivery")
 
     # Rotating with no grace: the old secret stops signing at once.
     frame.locator("main button.back").click()
@@ -173,3 +174,150 @@ def test_the_portal_is_served_under_a_strict_policy_framed_only_where_allowed(
         served = requests.get(f"{service_url}{asset}", timeout=30)
         assert served.status_code == 200
         assert served.headers["Content-Security-Policy"] == policy
+
+
+def ended(page, frame, words: str) -> None:
+    """Wait for the portal to say its session ended in `words`, and for the embedding page to
+    have heard of it."""
+    assert frame.locator("#session-ended h1").inner_text() == words
+    page.wait_for_function("window.received.length > 0")
+    assert page.evaluate("window.received") == [EXPIRED]
+
+
+def test_a_tampered_foreign_revoked_or_expired_session_is_refused_in_words_and_posted(
+        browser, service_url, operator_token, host, shop, seed):
+    session = mint(service_url, operator_token, shop)
+    tampered = session["url"][:-3] + ("AAA" if not session["url"].endswith("AAA") else "BBB")
+    page, frame, _ = embedded(browser, host, tampered)
+    ended(page, frame, "Your session has ended: it expired or was revoked.")
+
+    tenants.create(seed.pool, uid="cus_other", name="Other")
+    foreign = mint(service_url, operator_token, "cus_other")["token"]
+    page, frame, console = embedded(browser, host,
+                                    f"{service_url}/portal?tenant={shop}#token={foreign}")
+    ended(page, frame, "This session belongs to another account.")
+    assert console.errors == []
+
+    revoked = mint(service_url, operator_token, shop)
+    page, frame, _ = embedded(browser, host, revoked["url"])
+    frame.locator("main h1:text-is('Endpoints')").wait_for()
+    requests.post(f"{service_url}/graphql", timeout=30,
+                  headers={"Authorization": f"Bearer {operator_token}"},
+                  json={"query": f'mutation {{ revokePortalSessions(tenant: "{shop}") }}'})
+    frame.locator("#add-endpoint").click()  # the next call is refused
+    ended(page, frame, "Your session has ended: it expired or was revoked.")
+
+    expiring = mint(service_url, operator_token, shop)
+    page, frame, _ = embedded(browser, host, expiring["url"])
+    frame.locator("main h1:text-is('Endpoints')").wait_for()
+    assert seed.rows("UPDATE portal_sessions SET expires_at = now() - interval '1 s', "
+                     "created_at = now() - interval '1 h' WHERE revoked_at IS NULL "
+                     "RETURNING id")
+    frame.locator("#add-endpoint").click()
+    ended(page, frame, "Your session has ended: it expired or was revoked.")
+
+
+HOSTILE = ['<script>window.pwned = 1</script>', '"><img src=x onerror="window.pwned = 1">',
+           "مرحبا بالعالم 🎉 שלום 👋🏽"]
+
+
+def test_hostile_names_types_and_payloads_render_as_inert_readable_text(
+        browser, service_url, operator_token, host, seed):
+    tenant = tenants.create(seed.pool, uid="cus_hostile", name=HOSTILE[1])
+    catalog.create(seed.pool, name="hostile.event", description=HOSTILE[0] + HOSTILE[2],
+                   group_name=HOSTILE[1], examples=[{"text": HOSTILE}])
+    config = seed.config(endpoint="http://127.0.0.1:9/hostile", name=" ".join(HOSTILE),
+                         event_types=[HOSTILE[0], HOSTILE[1], "hostile.event"],
+                         tenant_id=tenant.id)
+    health.pause(seed.pool, PLATFORM, config.id, reason="staged")
+    _, (delivery,) = seed.event(type="hostile.event", payload={"note": HOSTILE},
+                                tenant_id=tenant.id)
+    seed.set(delivery, status="failed", next_attempt_at=None, last_error=HOSTILE[1],
+             **UNCLAIMED)
+    session = mint(service_url, operator_token, "cus_hostile")
+    page, frame, console = embedded(browser, host, session["url"])
+    listed = frame.locator(f"main tbody tr[data-id='{config.id}']").inner_text()
+    for text in HOSTILE:
+        assert text in listed
+    frame.locator("main tbody button.link").first.click()
+    frame.locator(f"main tbody tr[data-id='{delivery}'] button.link").click()
+    frame.locator(f"main h1:has-text('Delivery {delivery}')").wait_for()
+    assert json.loads(frame.locator("#request-body").inner_text())["data"] == {"note": HOSTILE}
+    assert HOSTILE[1] in frame.locator("main dl.facts").inner_text()
+    frame.locator("main button.back:text-is('← The endpoint')").click()
+    frame.locator("main button.back:text-is('← All endpoints')").click()
+    frame.locator("#add-endpoint").click()
+    option = frame.locator(".type-option[data-name='hostile.event']")
+    assert HOSTILE[0] + HOSTILE[2] in option.inner_text()
+    assert frame.locator(f"h3:text-is('{HOSTILE[1]}')").count() == 1
+    portal = page.frame(url=re.compile(r"/portal"))
+    assert portal.evaluate("window.pwned") is None
+    assert portal.evaluate("document.querySelectorAll('main img, main script').length") == 0
+    assert console.errors == []
+
+
+def test_the_keyboard_alone_adds_an_endpoint(browser, service_url, operator_token, host, shop,
+                                             receiver):
+    session = mint(service_url, operator_token, shop)
+    page, frame, console = embedded(browser, host, session["url"])
+    frame.locator("main h1:text-is('Endpoints')").wait_for()
+    portal = page.frame(url=re.compile(r"/portal"))
+
+    def tab_to(selector: str) -> None:
+        for _ in range(60):
+            page.keyboard.press("Tab")
+            if portal.evaluate(f"document.activeElement.matches({selector!r})"):
+                return
+        raise AssertionError(f"Tab never reached {selector}")
+
+    tab_to("#add-endpoint")
+    page.keyboard.press("Enter")
+    frame.locator("#endpoint-url").wait_for()
+    assert portal.evaluate("document.activeElement.id") == "endpoint-url"
+    page.keyboard.type(receiver.url)
+    tab_to("#endpoint-name")
+    page.keyboard.type("Typed")
+    tab_to("input[value='order.refunded']")
+    page.keyboard.press("Space")
+    tab_to("#endpoint-save")
+    page.keyboard.press("Enter")
+    frame.locator("#secret-value").wait_for()
+    tab_to("#secret-done")
+    page.keyboard.press("Enter")
+    frame.locator("main h1:has-text('Typed')").wait_for()
+    assert "order.refunded" in frame.locator("main dl.facts").first.inner_text()
+    assert console.errors == []
+
+
+def test_a_phone_width_shows_every_part_without_sideways_scrolling(
+        browser, service_url, operator_token, shop, receiver):
+    session = mint(service_url, operator_token, shop)
+    page, console = open_page(browser, width=390, height=844)
+    page.goto(session["url"] + "")
+    page.locator("#add-endpoint").click()
+    add = page.locator("#endpoint-url")
+    add.fill(receiver.url)
+    page.locator("#endpoint-name").fill("Phone")
+    page.locator("input[name=eventType][value='order.created']").check()
+    page.locator("#endpoint-save").click()
+    page.locator("#secret-done").click()
+    page.locator("main h1:has-text('Phone')").wait_for()
+    for selector in ("#example-send", "#recover-preview", "#rotate-secret"):
+        box = page.locator(selector).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390, selector
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert console.errors == []
+
+
+def test_the_theme_comes_from_the_address(browser, service_url, operator_token, host, shop):
+    session = mint(service_url, operator_token, shop)
+    themed = session["url"].replace("#", "&accent=%23ff6600&theme=dark&header=hide#")
+    page, frame, console = embedded(browser, host, themed)
+    frame.locator("main h1:text-is('Endpoints')").wait_for()
+    portal = page.frame(url=re.compile(r"/portal"))
+    assert portal.evaluate("getComputedStyle(document.documentElement)"
+                           ".getPropertyValue('--accent').trim()") == "#ff6600"
+    assert portal.evaluate("document.documentElement.dataset.theme") == "dark"
+    assert not frame.locator("#portal-header").is_visible()
+    assert "#token=" not in portal.url  # the token left the address once read
+    assert console.errors == []
