@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import strawberry
-from graphql import OperationType
 from strawberry.extensions import SchemaExtension
 from strawberry.permission import BasePermission
+from strawberry.types.graphql import OperationType
 
 from db.vocabulary import PortalCapability
 from graphql_schema import audit
