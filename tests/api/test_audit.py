@@ -9,7 +9,9 @@ from graphql import (
     GraphQLInputObjectType,
     GraphQLInputType,
     GraphQLList,
+    GraphQLScalarType,
     build_schema,
+    get_named_type,
     get_nullable_type,
     is_required_argument,
     is_required_input_field,
@@ -132,8 +134,10 @@ def _call(name: str) -> tuple[str, dict]:
                 if is_required_argument(spec)}
     declared = ", ".join(f"${arg}: {spec.type}" for arg, spec in required.items())
     passed = ", ".join(f"{arg}: ${arg}" for arg in required)
+    returned = get_named_type(MUTATION_TYPE.fields[name].type)
+    selection = "" if isinstance(returned, GraphQLScalarType) else " { __typename }"
     document = (f"mutation{f' ({declared})' if declared else ''} "
-                f"{{ {name}{f'({passed})' if passed else ''} {{ __typename }} }}")
+                f"{{ {name}{f'({passed})' if passed else ''}{selection} }}")
     return document, {arg: _sample(spec.type) for arg, spec in required.items()}
 
 
