@@ -248,6 +248,7 @@ DECLARE
     sooner timestamptz[];
     later boolean[];
     later_ids text[];
+    looked timestamptz[];
 BEGIN
     IF TG_OP = 'INSERT' THEN
         SELECT array_agg(config_id ORDER BY config_id), array_agg(due ORDER BY config_id),
@@ -289,11 +290,12 @@ BEGIN
     -- Locked in config id order, then looked up with a snapshot taken after the locks (see
     -- migration 0018): the last to commit leaves the truth.
     PERFORM 1 FROM config_health WHERE config_id = ANY (ids) ORDER BY config_id FOR UPDATE;
+    SELECT array_agg(n.next_due ORDER BY u.position) INTO looked
+    FROM unnest(ids) WITH ORDINALITY AS u (id, position)
+    LEFT JOIN configs_next_due(later_ids) n ON n.config_id = u.id;
     UPDATE config_health h
     SET next_due_at = CASE WHEN u.later THEN u.looked_up ELSE least(h.next_due_at, u.sooner) END
-    FROM (SELECT u.id, u.sooner, u.later, n.next_due AS looked_up
-          FROM unnest(ids, sooner, later) AS u (id, sooner, later)
-          LEFT JOIN configs_next_due(later_ids) n ON n.config_id = u.id) u
+    FROM unnest(ids, sooner, later, looked) AS u (id, sooner, later, looked_up)
     WHERE h.config_id = u.id
       AND h.next_due_at IS DISTINCT FROM
           CASE WHEN u.later THEN u.looked_up ELSE least(h.next_due_at, u.sooner) END;

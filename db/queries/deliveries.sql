@@ -96,7 +96,7 @@ ranked AS MATERIALIZED (
 picked AS MATERIALIZED (
     -- The first `limit` of them in that order that no other worker holds, locked; one that
     -- another claim took since this statement began is passed over.
-    SELECT d.id, d.config_id
+    SELECT d.id, d.config_id, r.in_tenant, r.tenant_place
     FROM ranked r
     JOIN deliveries d ON d.id = r.id
     WHERE d.status = 'pending' AND d.next_attempt_at <= now()
@@ -128,7 +128,7 @@ claimed AS (
               d.generation_started_at, d.last_backoff_seconds, d.webhook_id,
               h.circuit = 'open' AS probe, h.max_in_flight, h.rate_per_second,
               h.version AS config_version,
-              d.sequence, d.ordering_key
+              d.sequence, d.ordering_key, picked.in_tenant, picked.tenant_place
 ),
 locked AS MATERIALIZED (
     SELECT h.config_id
@@ -257,6 +257,7 @@ WHERE claim_counted((SELECT count(DISTINCT config_id) FROM claimed)
                     + (SELECT count(*) FROM looked WHERE rate IS NOT NULL AND claimed > 0),
                     (SELECT count(*) FROM counted)
                     + (SELECT count(*) FROM turned WHERE rate_counted))
+ORDER BY d.in_tenant, d.tenant_place
 
 -- record_and_settle --
 -- Append one attempt per result (once per claim: a result recorded again adds nothing), move each delivery still claimed with the given token to its next state (a non-2xx result of an inactive config becomes cancelled, but a final failure of a config deactivated for answering 410 among the results of this record, `gone`, stays failed), and settle the configs' in-flight counts and circuit breakers with the verdicts of the claims that moved; return the deliveries that changed (kind 'moved') and every config settled (kind 'settled')
