@@ -33,17 +33,19 @@ def add_configs(dsn: str, endpoint: str, count: int = 1, *, event_type: str = EV
 
 
 def prefill(dsn: str, events: int, *, prefix: str = "evt", due_in: str = "0 seconds",
-            event_type: str = EVENT_TYPE) -> None:
-    """Insert `events` events with one pending delivery per subscribed config, set-based."""
+            event_type: str = EVENT_TYPE, tenant_id: int = 1) -> None:
+    """Insert `events` events of tenant `tenant_id` with one pending delivery per subscribed
+    config of that tenant, set-based."""
     sql(dsn, "INSERT INTO events (tenant_id, id, type, payload, occurred_at, source)"
-             " SELECT 1, %s || '-' || g, %s, json_build_object('n', g, 'text', repeat('x', 100)),"
-             " now(), 'api' FROM generate_series(1, %s) g",
-        (prefix, event_type, events))
+             " SELECT %s, %s || '-' || g, %s,"
+             " json_build_object('n', g, 'text', repeat('x', 100)), now(), 'api'"
+             " FROM generate_series(1, %s) g",
+        (tenant_id, prefix, event_type, events))
     sql(dsn, "INSERT INTO deliveries (tenant_id, event_id, config_id, event_type, next_attempt_at)"
-             " SELECT 1, e.id, c.id, e.type, now() + %s::interval FROM events e"
-             " JOIN configs c ON c.event_types @> ARRAY[e.type]"
-             " WHERE e.id LIKE %s || '-%%'",
-        (due_in, prefix))
+             " SELECT e.tenant_id, e.id, c.id, e.type, now() + %s::interval FROM events e"
+             " JOIN configs c ON c.event_types @> ARRAY[e.type] AND c.tenant_id = e.tenant_id"
+             " WHERE e.tenant_id = %s AND e.id LIKE %s || '-%%'",
+        (due_in, tenant_id, prefix))
     sql(dsn, "VACUUM ANALYZE deliveries", autocommit=True)
     sql(dsn, "VACUUM ANALYZE events", autocommit=True)
 
