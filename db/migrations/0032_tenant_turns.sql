@@ -193,28 +193,50 @@ BEGIN
 END
 $$;
 
--- Up to its quota of each given config's oldest due deliveries, read without a lock (the
--- claim locks only those it takes). One statement for all of them, planned once per session
--- as the prepared claim is: with bitmap scans and sorts off, each config's rows come in due
--- order from the (config_id, next_attempt_at) index whatever the statistics say, so a config
--- whose backlog is a hundred thousand costs what its quota reads.
-CREATE OR REPLACE FUNCTION due_deliveries(config_ids text[], quotas integer[])
+-- Each given config's oldest due deliveries, read without a lock (the claim locks only those
+-- it takes): first up to its share (`shares`: what a claim of `lim` would take of it if every
+-- config had as many due), then, when that made fewer than `lim` in all, up to its quota
+-- from those that had more. So a claim of fifty over ten configs reads fifty rows, not ten
+-- times each config's room, and one over a busy config beside quiet ones still fills up.
+-- One statement a pass, planned once per session as the prepared claim is: with bitmap scans
+-- and sorts off, each config's rows come in due order from the (config_id, next_attempt_at)
+-- index whatever the statistics say, so a backlog of a hundred thousand costs what is read.
+CREATE OR REPLACE FUNCTION due_deliveries(config_ids text[], quotas integer[], shares integer[],
+                                          lim integer)
 RETURNS TABLE (config_id text, id bigint, next_attempt_at timestamptz)
 LANGUAGE plpgsql STABLE ROWS 100
 SET enable_bitmapscan = off SET enable_sort = off
 AS $$
 #variable_conflict use_column
+DECLARE
+    taken bigint;
 BEGIN
     RETURN QUERY
     SELECT u.config_id, d.id, d.next_attempt_at
-    FROM unnest(config_ids, quotas) AS u (config_id, quota)
+    FROM unnest(config_ids, quotas, shares) AS u (config_id, quota, share)
     CROSS JOIN LATERAL (
         SELECT d.id, d.next_attempt_at
         FROM deliveries d
         WHERE d.config_id = u.config_id AND d.status = 'pending' AND d.next_attempt_at <= now()
         ORDER BY d.next_attempt_at
-        LIMIT u.quota
+        LIMIT least(u.quota, u.share)
     ) d;
+    GET DIAGNOSTICS taken = ROW_COUNT;
+    IF taken < lim THEN
+        RETURN QUERY
+        SELECT u.config_id, d.id, d.next_attempt_at
+        FROM unnest(config_ids, quotas, shares) AS u (config_id, quota, share)
+        CROSS JOIN LATERAL (
+            SELECT d.id, d.next_attempt_at
+            FROM deliveries d
+            WHERE d.config_id = u.config_id AND d.status = 'pending'
+              AND d.next_attempt_at <= now()
+            ORDER BY d.next_attempt_at
+            OFFSET u.share
+            LIMIT least(u.quota - u.share, lim - taken)
+        ) d
+        WHERE u.quota > u.share;
+    END IF;
 END
 $$;
 

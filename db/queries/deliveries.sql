@@ -70,11 +70,25 @@ health AS MATERIALIZED (
                            %(capacity)s::integer, %(hold)s::integer, %(room_ids)s::text[],
                            %(rooms)s::integer[]) h
 ),
+shares AS MATERIALIZED (
+    -- Each config's share of its tenant's share of the claim: what the claim would take of
+    -- it if every config had as many due (a tenth of a claim over ten configs).
+    SELECT h.config_id, h.quota,
+           ceil(ceil(%(limit)s::integer / n.tenants::float8)
+                / count(*) OVER (PARTITION BY h.tenant_id))::integer AS share
+    FROM health h
+    CROSS JOIN (SELECT greatest(1, count(DISTINCT tenant_id)) AS tenants
+                FROM health WHERE quota > 0) n
+    WHERE h.quota > 0
+),
 due AS MATERIALIZED (
-    -- Up to its quota of each config's oldest due deliveries, read without a lock.
+    -- Each config's oldest due deliveries, read without a lock: its share, and more up to its
+    -- quota only when the shares did not fill the claim (due_deliveries, migration 0032).
     SELECT p.id, p.config_id, p.next_attempt_at
-    FROM due_deliveries(ARRAY(SELECT config_id FROM health WHERE quota > 0 ORDER BY config_id),
-                        ARRAY(SELECT quota FROM health WHERE quota > 0 ORDER BY config_id)) p
+    FROM due_deliveries(ARRAY(SELECT config_id FROM shares ORDER BY config_id),
+                        ARRAY(SELECT quota FROM shares ORDER BY config_id),
+                        ARRAY(SELECT share FROM shares ORDER BY config_id),
+                        %(limit)s::integer) p
 ),
 ranked AS MATERIALIZED (
     -- Round-robin across tenants, and across configs within each: every tenant's first
@@ -335,7 +349,7 @@ moved AS (
     -- the dead entries of every one recorded since the last vacuum, instead of looking up
     -- each result's delivery by its key.
     WHERE d.id = r.delivery_id AND c.id = d.config_id AND d.claim_token = r.claim_token
-    RETURNING d.id, d.config_id, r.claim_token, d.status, d.next_attempt_at
+    RETURNING d.id, d.tenant_id, d.config_id, r.claim_token, d.status, d.next_attempt_at
 ),
 wake AS (
     SELECT notify_deliveries_due()
@@ -344,8 +358,8 @@ wake AS (
 settle_input AS (
     -- Only the claims that moved a delivery end here: a late result of a recovered claim
     -- frees no slot and judges nothing.
-    SELECT m.config_id, r.delivery_id, r.claim_token, r.verdict, r.last_error AS error,
-           true AS freed, r.position,
+    SELECT m.tenant_id, m.config_id, r.delivery_id, r.claim_token, r.verdict,
+           r.last_error AS error, true AS freed, r.position,
            coalesce(r.sent_at, now() + make_interval(secs => r.position / 1e6)) AS sent_at
     FROM moved m
     JOIN results r ON r.delivery_id = m.id AND r.claim_token = m.claim_token
@@ -355,8 +369,10 @@ attempts_counted AS (
     -- Each config's attempts and successes of this period, for exact per-config rates.
     -- Counted once its health row is locked (the IN reads all of `settled` first): that
     -- lock orders every count of one config, so two records never wait on each other here.
-    INSERT INTO config_attempt_counts AS t (config_id, period_start, attempts, succeeded)
-    SELECT s.config_id, attempt_period(now()), count(*),
+    -- The tenant is given (a row trigger would look it up for each new row).
+    INSERT INTO config_attempt_counts AS t (tenant_id, config_id, period_start, attempts,
+                                            succeeded)
+    SELECT min(s.tenant_id), s.config_id, attempt_period(now()), count(*),
            count(*) FILTER (WHERE s.verdict = 'success')
     FROM settle_input s
     WHERE s.config_id IN (SELECT config_id FROM settled)
