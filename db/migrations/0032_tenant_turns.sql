@@ -186,8 +186,9 @@ BEGIN
           AND h.next_due_at IS NOT NULL AND h.paused_at IS NULL AND h.circuit <> 'half_open'
           AND h.in_flight < config_cap(h, cap, ramp)
           AND r.room > 0
-        ORDER BY config_turn_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at,
-                                h.served_at)
+        -- As the tenant's turns index is ordered (the tenant given): that index, in order.
+        ORDER BY h.tenant_id, config_turn_at(h.next_due_at, h.circuit, h.next_probe_at,
+                                             h.next_send_at, h.served_at)
         LIMIT per_tenant
     ) h;
 END
@@ -198,14 +199,19 @@ $$;
 -- config had as many due), then, when that made fewer than `lim` in all, up to its quota
 -- from those that had more. So a claim of fifty over ten configs reads fifty rows, not ten
 -- times each config's room, and one over a busy config beside quiet ones still fills up.
--- One statement a pass, planned once per session as the prepared claim is: with bitmap scans
--- and sorts off, each config's rows come in due order from the (config_id, next_attempt_at)
--- index whatever the statistics say, so a backlog of a hundred thousand costs what is read.
+-- One statement a pass, planned once per session as the prepared claim is. A config's rows
+-- are bounded and ordered as a range of the (config_id, next_attempt_at) index, which no
+-- other index can serve, and with bitmap scans and sorts off they come in due order from
+-- that index whatever the statistics say: asked for by `config_id = ...` and ordered by the
+-- due time, the plan made for any config walked the global due index past every other
+-- config's rows (it expected the due times' physical order to make that cheap), so ten
+-- configs with a backlog each cost twenty times what they should. A backlog of a hundred
+-- thousand costs what is read.
 CREATE OR REPLACE FUNCTION due_deliveries(config_ids text[], quotas integer[], shares integer[],
                                           lim integer)
 RETURNS TABLE (config_id text, id bigint, next_attempt_at timestamptz)
 LANGUAGE plpgsql STABLE ROWS 100
-SET enable_bitmapscan = off SET enable_sort = off
+SET enable_bitmapscan = off SET enable_sort = off SET enable_incremental_sort = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -217,8 +223,10 @@ BEGIN
     CROSS JOIN LATERAL (
         SELECT d.id, d.next_attempt_at
         FROM deliveries d
-        WHERE d.config_id = u.config_id AND d.status = 'pending' AND d.next_attempt_at <= now()
-        ORDER BY d.next_attempt_at
+        WHERE (d.config_id, d.next_attempt_at) >= (u.config_id, '-infinity'::timestamptz)
+          AND (d.config_id, d.next_attempt_at) <= (u.config_id, now())
+          AND d.status = 'pending'
+        ORDER BY d.config_id, d.next_attempt_at
         LIMIT least(u.quota, u.share)
     ) d;
     GET DIAGNOSTICS taken = ROW_COUNT;
@@ -229,9 +237,10 @@ BEGIN
         CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at
             FROM deliveries d
-            WHERE d.config_id = u.config_id AND d.status = 'pending'
-              AND d.next_attempt_at <= now()
-            ORDER BY d.next_attempt_at
+            WHERE (d.config_id, d.next_attempt_at) >= (u.config_id, '-infinity'::timestamptz)
+              AND (d.config_id, d.next_attempt_at) <= (u.config_id, now())
+              AND d.status = 'pending'
+            ORDER BY d.config_id, d.next_attempt_at
             OFFSET u.share
             LIMIT least(u.quota - u.share, lim - taken)
         ) d
@@ -241,11 +250,11 @@ END
 $$;
 
 -- The time each given config's earliest pending delivery is due (null: none is pending), in
--- one statement planned once per session, as due_deliveries is.
+-- one statement planned once per session, through the same index range as due_deliveries.
 CREATE OR REPLACE FUNCTION configs_next_due(config_ids text[])
 RETURNS TABLE (config_id text, next_due timestamptz)
 LANGUAGE plpgsql STABLE ROWS 50
-SET enable_bitmapscan = off SET enable_sort = off
+SET enable_bitmapscan = off SET enable_sort = off SET enable_incremental_sort = off
 AS $$
 #variable_conflict use_column
 BEGIN
@@ -253,8 +262,10 @@ BEGIN
     SELECT u.config_id,
            (SELECT d.next_attempt_at
             FROM deliveries d
-            WHERE d.config_id = u.config_id AND d.status = 'pending'
-            ORDER BY d.next_attempt_at
+            WHERE (d.config_id, d.next_attempt_at) >= (u.config_id, '-infinity'::timestamptz)
+              AND (d.config_id, d.next_attempt_at) <= (u.config_id, 'infinity'::timestamptz)
+              AND d.status = 'pending'
+            ORDER BY d.config_id, d.next_attempt_at
             LIMIT 1)
     FROM unnest(config_ids) AS u (config_id);
 END

@@ -196,8 +196,8 @@ looked AS MATERIALIZED (
                WHERE h.tenant_id = x.tenant_id
                  AND h.next_due_at IS NOT NULL AND h.paused_at IS NULL
                  AND h.circuit <> 'half_open'
-               ORDER BY config_turn_at(h.next_due_at, h.circuit, h.next_probe_at,
-                                       h.next_send_at, h.served_at)
+               ORDER BY h.tenant_id, config_turn_at(h.next_due_at, h.circuit, h.next_probe_at,
+                                                    h.next_send_at, h.served_at)
                LIMIT 1) END AS ready_at
     FROM (SELECT tenant_id FROM tenants UNION SELECT tenant_id FROM woken) x
     LEFT JOIN tenants t USING (tenant_id)
