@@ -156,7 +156,13 @@ class _Run:
                     for statement in migration.concurrent_statements():
                         drop_if_left_invalid(cursor, statement, report)
                         cursor.execute(statement)
-                    cursor.execute("BEGIN")
+                    # Outside the lock meanwhile (through a pooler), another run may have
+                    # found it still to do and done it too: the one that records it applied it.
+                    self.begin()
+                    cursor.execute(QUERIES["migration_applied"], {"version": migration.version})
+                    if cursor.fetchone()[0]:
+                        cursor.execute("COMMIT")
+                        return False
                 cursor.execute(QUERIES["record_migration"],
                                {"version": migration.version, "name": migration.name})
                 cursor.execute("COMMIT")
