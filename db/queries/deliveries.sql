@@ -9,7 +9,7 @@
 --
 -- The claim is driven by the tenants' and the configs' turns, not by the global due order:
 -- it walks the tenants with something due, the longest-unserved first (tenant_turns, with the
--- wakes left since the last claims: migration 0032), and within each of them its configs in
+-- wakes left since the last claims: migration 0034), and within each of them its configs in
 -- turn order through the tenant's turns index, stopping after the tenants and configs it can
 -- take; a config whose backlog is held (paused, open, at its cap, throttled) is filtered out
 -- by its health row alone and its deliveries are never read, and a tenant over its
@@ -51,7 +51,7 @@ woken AS MATERIALIZED (
 tenants AS MATERIALIZED (
     -- Tenants that may send now and may have something due, the longest-unserved first, with
     -- how many deliveries each may take: the walk of their turns' index, stopping after
-    -- `limit` tenants (claimable_tenants, migration 0032).
+    -- `limit` tenants (claimable_tenants, migration 0034).
     SELECT t.tenant_id, t.place, t.rate, t.next_send_at, t.quota
     FROM claimable_tenants(%(limit)s::integer, %(rate_burst)s::float8,
                            ARRAY(SELECT tenant_id FROM woken ORDER BY tenant_id),
@@ -83,7 +83,7 @@ shares AS MATERIALIZED (
 ),
 due AS MATERIALIZED (
     -- Each config's oldest due deliveries, read without a lock: its share, and more up to its
-    -- quota only when the shares did not fill the claim (due_deliveries, migration 0032).
+    -- quota only when the shares did not fill the claim (due_deliveries, migration 0034).
     SELECT p.id, p.config_id, p.next_attempt_at
     FROM due_deliveries(ARRAY(SELECT config_id FROM shares ORDER BY config_id),
                         ARRAY(SELECT quota FROM shares ORDER BY config_id),
