@@ -79,9 +79,11 @@ def migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
 
 
 def migrate(dsn: str, *, report: Callable[[str], None] = lambda _: None,
-            pooler: Pooler = Pooler.AUTO) -> list[Migration]:
-    """Apply every pending migration, then rebuild any invalid index; return the migrations
-    this call applied."""
+            pooler: Pooler = Pooler.AUTO, up_to: int | None = None,
+            directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+    """Apply every pending migration of `directory` (those numbered up to `up_to` only, when
+    given: a database as an older release left it), then rebuild any invalid index; return
+    the migrations this call applied."""
     conn = connect(dsn, autocommit=True, application_name="webhooks-migrate", pooler=pooler)
     applied: list[Migration] = []
     try:
@@ -91,7 +93,9 @@ def migrate(dsn: str, *, report: Callable[[str], None] = lambda _: None,
             run.begin()
             cursor.execute(QUERIES["create_migrations_table"])
             cursor.execute("COMMIT")
-            for migration in migrations():
+            for migration in migrations(directory):
+                if up_to is not None and migration.version > up_to:
+                    break
                 if run.apply(migration, report):
                     applied.append(migration)
             rebuild_invalid(cursor, report)

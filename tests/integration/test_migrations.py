@@ -149,7 +149,7 @@ def _with_extra_migration(monkeypatch, tmp_path):
     extra.write_text("ALTER TABLE configs ADD COLUMN touched integer;\n")
     real = migrations()
     monkeypatch.setattr(migrate_module, "migrations",
-                        lambda: [*real, Migration(999, "touch_configs", extra)])
+                        lambda *_: [*real, Migration(999, "touch_configs", extra)])
     monkeypatch.setattr(migrate_module, "LOCK_TIMEOUT", "100ms")
 
 
