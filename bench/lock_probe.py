@@ -6,7 +6,9 @@ Two views, both while the change runs:
   on the busy tables, over and over: a claim (`SELECT … FOR UPDATE SKIP LOCKED LIMIT 1` on
   `deliveries`, then marking it `delivering`), a record (an insert into `delivery_attempts`,
   the delivery's move to `succeeded`), a publish (a share lock on the config, an insert into
-  `events` and one into `deliveries`), and the plain reads of a listing. Each statement is
+  `events` and one into `deliveries`), the plain reads of a listing, and, when asked, a long
+  reader (a report, a slow query, a retention batch: a transaction that keeps a lock on
+  `deliveries` for `long_read` seconds, one every LONG_READ_EVERY). Each statement is
   timed; the longest per table is what a caller felt (its lock wait plus its own work, which
   the same load measured before the change tells apart). Every statement waits at most
   LOCK_TIMEOUT, so a probe never hangs; one that gives up counts as that long.
@@ -37,6 +39,7 @@ POLL = 0.01  # seconds between two reads of pg_locks
 IDLE = 0.005  # seconds a probe rests when it found nothing to do
 PUBLISH_PAUSE = 0.01  # seconds between two publishes (about 100 events/s at most)
 READ_PAUSE = 0.05  # seconds between two listing reads
+LONG_READ_EVERY = 4.0  # seconds from the start of one long read to the next
 TABLES = ("deliveries", "events", "delivery_attempts", "configs")
 # Table lock modes that block inserts, updates and deletes (they conflict with ROW EXCLUSIVE).
 BLOCKS_WRITES = ("ShareLock", "ShareRowExclusiveLock", "ExclusiveLock", "AccessExclusiveLock")
@@ -101,9 +104,10 @@ class Window:
 class Probe:
     """The load and the monitor on one database; `window()` measures a stretch of time."""
 
-    def __init__(self, dsn: str, *, holder: str) -> None:
+    def __init__(self, dsn: str, *, holder: str, long_read: float = 0.0) -> None:
         self.dsn = dsn
         self.holder = holder  # the application_name of the change's session
+        self.long_read = long_read
         self.current = Window()
         self._serial = itertools.count()
         self._held_since: dict[tuple[str, str, str], float] = {}
@@ -122,8 +126,10 @@ class Probe:
             conn.commit()
         finally:
             conn.close()
-        self._greenlets = [gevent.spawn(self._loop, name, body) for name, body in (
-            ("dispatch", self._dispatch), ("publish", self._publish), ("read", self._read))]
+        probes = [("dispatch", self._dispatch), ("publish", self._publish), ("read", self._read)]
+        if self.long_read:
+            probes.append(("long-read", self._long_read))
+        self._greenlets = [gevent.spawn(self._loop, name, body) for name, body in probes]
         self._greenlets.append(gevent.spawn(self._monitor))
 
     def stop(self) -> None:
@@ -155,7 +161,7 @@ class Probe:
             while True:
                 try:
                     with conn.cursor() as cursor:
-                        busy = body(cursor, tenant)
+                        rest = body(cursor, tenant)
                     conn.commit()
                     counts = self.current.counts
                     counts[name] = counts.get(name, 0) + 1
@@ -169,9 +175,8 @@ class Probe:
                         with conn.cursor() as cursor:  # the tenant column came (or went)
                             tenant = _tenant_parts(cursor)
                         conn.commit()
-                    busy = False
-                if not busy:
-                    gevent.sleep(IDLE)
+                    rest = IDLE
+                gevent.sleep(rest)  # outside any transaction: the probe holds no lock
         finally:
             conn.close()
 
@@ -185,15 +190,16 @@ class Probe:
             seconds = time.monotonic() - started
             self.current.statements[table].see(seconds, label)
 
-    def _dispatch(self, cursor, tenant: tuple[str, str]) -> bool:
-        """Claim the next due delivery, then record an attempt of it (two transactions)."""
+    def _dispatch(self, cursor, tenant: tuple[str, str]) -> float:
+        """Claim the next due delivery, then record an attempt of it (two transactions);
+        return the rest before the next claim (none after one, a little when none was due)."""
         self._timed(cursor, "deliveries", "claim (FOR UPDATE SKIP LOCKED)",
                     "SELECT id FROM deliveries WHERE status = 'pending'"
                     " AND next_attempt_at <= now() ORDER BY next_attempt_at"
                     " LIMIT 1 FOR UPDATE SKIP LOCKED")
         row = cursor.fetchone()
         if row is None:
-            return False
+            return IDLE
         (delivery,) = row
         self._timed(cursor, "deliveries", "mark delivering (UPDATE)",
                     "UPDATE deliveries SET status = 'delivering', claimed_at = now(),"
@@ -211,9 +217,9 @@ class Probe:
                     " last_status_code = 200, claimed_at = NULL, claim_token = NULL,"
                     " updated_at = now()"
                     " WHERE id = %s AND status = 'delivering'", (delivery,))
-        return True
+        return 0.0
 
-    def _publish(self, cursor, tenant: tuple[str, str]) -> bool:
+    def _publish(self, cursor, tenant: tuple[str, str]) -> float:
         """Store one event and its delivery, the config share-locked first, as an ingest."""
         column, value = tenant
         event = f"probe-{time.time_ns()}-{next(self._serial)}"
@@ -226,17 +232,22 @@ class Probe:
                     f"INSERT INTO deliveries ({column}event_id, config_id, event_type,"
                     f" next_attempt_at) VALUES ({value}%s, %s, 'probe.event', now())",
                     (event, CONFIG))
-        gevent.sleep(PUBLISH_PAUSE)
-        return True
+        return PUBLISH_PAUSE
 
-    def _read(self, cursor, tenant: tuple[str, str]) -> bool:
+    def _read(self, cursor, tenant: tuple[str, str]) -> float:
         """Read a listing's page of deliveries and the configs, as the API does."""
         self._timed(cursor, "deliveries", "listing (SELECT)",
                     "SELECT id, status FROM deliveries ORDER BY id DESC LIMIT 20")
         self._timed(cursor, "configs", "listing (SELECT)",
                     "SELECT id, name FROM configs ORDER BY id LIMIT 20")
-        gevent.sleep(READ_PAUSE)
-        return True
+        return READ_PAUSE
+
+    def _long_read(self, cursor, tenant: tuple[str, str]) -> float:
+        """Read deliveries, then keep the transaction (and its lock) open a while."""
+        self._timed(cursor, "deliveries", "long reader (SELECT)",
+                    "SELECT id FROM deliveries ORDER BY id LIMIT 1")
+        gevent.sleep(self.long_read)
+        return max(0.0, LONG_READ_EVERY - self.long_read)
 
     def _monitor(self) -> None:
         conn = psycopg2.connect(self.dsn, application_name="bench-probe-monitor")

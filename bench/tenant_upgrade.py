@@ -27,7 +27,7 @@ import gevent
 from bench import environment as env
 from bench import history_fill
 from bench.history import tune
-from bench.lock_probe import TABLES, Probe
+from bench.lock_probe import LONG_READ_EVERY, TABLES, Probe
 from db.adhoc import create_database, dsn_for, sql
 from db.migrate import MIGRATIONS_DIR, migrate
 from service.local.postgres import temporary_postgres
@@ -52,12 +52,13 @@ def run(options: argparse.Namespace, progress) -> dict:
         _add_keys_and_tokens(filled, options.replay_keys)
         results["rows"] = _rows(filled)
         progress("rows: " + ", ".join(f"{t} {n:,}" for t, n in results["rows"].items()))
-        for name, directory in options.variant:
+        for name, directory, lock_timeout in options.variant:
             progress(f"{name} ({directory}): a copy of the filled database ...")
             sql(pg.dsn, f"CREATE DATABASE upgrade_{name} TEMPLATE tenant_upgrade",
                 autocommit=True)
             dsn = dsn_for(pg.dsn, f"upgrade_{name}")
-            results["variants"][name] = _upgrade(dsn, directory, options, progress)
+            results["variants"][name] = _upgrade(dsn, directory, lock_timeout, options,
+                                                 progress)
             sql(pg.dsn, f"DROP DATABASE upgrade_{name} WITH (FORCE)", autocommit=True)
     results["targets"] = env.checked_targets(
         [(f"{name}: no statement on deliveries waits > {TARGET_SECONDS:.0f} s", name, "<=",
@@ -66,9 +67,10 @@ def run(options: argparse.Namespace, progress) -> dict:
     return results
 
 
-def _upgrade(dsn: str, directory: Path, options: argparse.Namespace, progress) -> dict:
+def _upgrade(dsn: str, directory: Path, lock_timeout: str | None,
+             options: argparse.Namespace, progress) -> dict:
     """Run the load alone a while, then migrate to the end of `directory` under it."""
-    probe = Probe(dsn, holder=MIGRATE)
+    probe = Probe(dsn, holder=MIGRATE, long_read=options.long_read)
     probe.start()
     try:
         gevent.sleep(2.0)  # the load settles
@@ -82,7 +84,8 @@ def _upgrade(dsn: str, directory: Path, options: argparse.Namespace, progress) -
             log.append(f"{time.monotonic() - started:7.2f}s {line}")
             progress(f"    {log[-1]}")
 
-        during = probe.window(lambda: migrate(dsn, report=report, directory=directory))
+        during = probe.window(lambda: migrate(
+            dsn, report=report, directory=directory, lock_timeout=lock_timeout))
     finally:
         probe.stop()
     result = {"before": before.as_dict(), "during": during.as_dict(), "migration_log": log,
@@ -162,12 +165,14 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _variant(text: str) -> tuple[str, Path]:
-    name, _, directory = text.partition("=")
+def _variant(text: str) -> tuple[str, Path, str | None]:
+    name, _, rest = text.partition("=")
+    directory, _, lock_timeout = rest.partition(",")
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or not Path(directory).is_dir():
         raise argparse.ArgumentTypeError(
-            "give NAME=DIR: a name of lower-case letters, digits and _, and a folder")
-    return name, Path(directory)
+            "give NAME=DIR[,LOCK_TIMEOUT]: a name of lower-case letters, digits and _, a"
+            " folder, and a PostgreSQL duration such as 5s")
+    return name, Path(directory), lock_timeout or None
 
 
 def _interrupt(signum, frame) -> None:
@@ -184,9 +189,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seconds", type=float, default=20.0,
                         help="how long the load runs alone before the upgrade")
     parser.add_argument("--variant", type=_variant, action="append",
-                        help="NAME=DIR: migrate a copy of the filled database with the"
-                             " migrations of DIR instead (repeatable; side by side, in order);"
-                             " default: this tree's, named current")
+                        help="NAME=DIR[,LOCK_TIMEOUT]: migrate a copy of the filled database"
+                             " with the migrations of DIR instead, each lock waited for at most"
+                             " LOCK_TIMEOUT (default: migrate's own) (repeatable; side by side,"
+                             " in order); default: this tree's, named current")
+    parser.add_argument("--long-read", type=float, default=1.5,
+                        help="seconds a long reader keeps its lock on deliveries, one every"
+                             f" {LONG_READ_EVERY:.0f} s (0: none)")
     parser.add_argument("--fast-unsafe", action="store_true",
                         help="fsync off (smoke runs only: the numbers are not durable ones)")
     parser.add_argument("--output", type=Path, default=ROOT / "bench" / "results" /
@@ -194,7 +203,7 @@ def main(argv: list[str]) -> int:
     options = parser.parse_args(argv)
     if options.deliveries < 1000:
         parser.error("--deliveries: at least 1000")
-    options.variant = options.variant or [("current", MIGRATIONS_DIR)]
+    options.variant = options.variant or [("current", MIGRATIONS_DIR, None)]
     signal.signal(signal.SIGTERM, _interrupt)  # stop PostgreSQL on the way out
     try:
         results = run(options, env.progress)

@@ -35,9 +35,23 @@ ON CONFLICT (id) DO NOTHING;
 SELECT setval(pg_get_serial_sequence('tenants', 'id'),
               greatest((SELECT max(id) FROM tenants), 1));
 
-ALTER TABLE configs ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 1
-    REFERENCES tenants (id);
+-- Every busy table this transaction alters, locked at once, in the order the service's own
+-- transactions take them (configs, events, deliveries, then the rows of attempts, health and
+-- keys). What follows changes only the catalogue under these locks (and rebuilds the small
+-- key of replay_requests), so they are held for milliseconds; the wait for them is what may
+-- last: each waits at most the migration's lock timeout, shorter than PostgreSQL's deadlock
+-- timeout, so that a transaction of the service that takes two of them in another order
+-- makes the migration give way and try again, never fail with a deadlock itself.
+LOCK TABLE configs, events, deliveries, delivery_attempts, config_health, config_health_changes,
+    config_attempt_counts, ordering_keys, replay_requests, rejected_events, api_tokens
+    IN ACCESS EXCLUSIVE MODE;
+
+ALTER TABLE configs ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 1;
 ALTER TABLE configs ALTER COLUMN tenant_id DROP DEFAULT;
+-- Checked for the rows already there after this commits (below), without blocking writes.
+ALTER TABLE configs DROP CONSTRAINT IF EXISTS configs_tenant_id_fkey;
+ALTER TABLE configs ADD CONSTRAINT configs_tenant_id_fkey
+    FOREIGN KEY (tenant_id) REFERENCES tenants (id) NOT VALID;
 ALTER TABLE events ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 1;
 ALTER TABLE events ALTER COLUMN tenant_id DROP DEFAULT;
 ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 1;
@@ -125,3 +139,6 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS config_attempt_counts_of_tenant
     ON config_attempt_counts (tenant_id, period_start);
 CREATE INDEX CONCURRENTLY IF NOT EXISTS delivery_attempts_of_tenant
     ON delivery_attempts (tenant_id, id);
+-- Every config is the default tenant's, which exists: the check reads the configs without
+-- blocking their writes (it takes only a lock that keeps other schema changes out).
+ALTER TABLE configs VALIDATE CONSTRAINT configs_tenant_id_fkey;
