@@ -111,11 +111,13 @@ def _rows(dsn: str) -> dict[str, int]:
 
 
 def _tenants_after(dsn: str) -> dict:
-    """Count each table's rows by tenant uid after the upgrade (tokens: null, the platform)."""
+    """Count each table's rows by tenant uid after the upgrade (tokens: null, the platform;
+    idempotency keys: 0, the platform's own)."""
     found = {}
     for table in TENANT_OWNED:
-        found[table] = dict(sql(dsn, f"SELECT coalesce(t.uid, '(none)'), count(*) FROM {table} x"
-                                     " LEFT JOIN tenants t ON t.id = x.tenant_id GROUP BY 1"))
+        found[table] = dict(sql(dsn, "SELECT coalesce(t.uid, 'no tenant: ' || x.tenant_id),"
+                                     f" count(*) FROM {table} x LEFT JOIN tenants t"
+                                     " ON t.id = x.tenant_id GROUP BY 1"))
     found["api_tokens"] = dict(sql(dsn, "SELECT coalesce(t.uid, '(platform)'), count(*)"
                                         " FROM api_tokens k LEFT JOIN tenants t"
                                         " ON t.id = k.tenant_id GROUP BY 1"))

@@ -67,8 +67,11 @@ ALTER TABLE config_attempt_counts ALTER COLUMN tenant_id DROP DEFAULT;
 ALTER TABLE ordering_keys ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 1;
 ALTER TABLE ordering_keys ALTER COLUMN tenant_id DROP DEFAULT;
 
--- Idempotency keys are per tenant: the same key sent by two tenants is two keys.
-ALTER TABLE replay_requests ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 1;
+-- Idempotency keys are per tenant: the same key sent by two tenants is two keys. A
+-- platform-wide token's keys are its own, kept under 0 (no tenant has that id). Every token
+-- was platform-wide before tenants, and stays so: the keys already kept are theirs, so that
+-- a request repeated across the upgrade still gets its first result.
+ALTER TABLE replay_requests ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 0;
 ALTER TABLE replay_requests ALTER COLUMN tenant_id DROP DEFAULT;
 ALTER TABLE replay_requests DROP CONSTRAINT IF EXISTS replay_requests_pkey;
 ALTER TABLE replay_requests ADD CONSTRAINT replay_requests_pkey
