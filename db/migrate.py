@@ -170,8 +170,11 @@ class _Run:
                     cursor.execute("BEGIN")
                 cursor.execute(QUERIES["record_migration"],
                                {"version": migration.version, "name": migration.name})
+                # Behind a pooler, another run may have applied it too while this one ran its
+                # concurrent statements without the lock: the one that recorded it applied it.
+                recorded = cursor.fetchone() is not None
                 cursor.execute("COMMIT")
-                return True
+                return recorded
             except (psycopg2.errors.LockNotAvailable,
                     psycopg2.errors.DeadlockDetected) as error:
                 cursor.execute("ROLLBACK")
