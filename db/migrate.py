@@ -13,7 +13,11 @@ record and ingest queued behind it, stalling the running service. The timeout is
 than PostgreSQL's deadlock timeout (1 s by default), so that when a migration holding one
 table's lock waits for another's held by a transaction of the service that waits for the
 first, the migration gives way before either is chosen to fail; a deadlock reported all the
-same (a server whose deadlock timeout is shorter) makes it give way too.
+same (a server whose deadlock timeout is shorter) makes it give way too. An autovacuum in the
+way (it holds a lock that conflicts with any schema change, for minutes on a large table)
+is cancelled by PostgreSQL only for a lock waited for longer than the deadlock timeout: when
+a try gave way while one runs, the next waits that long, a pause of about a second for the
+statements queued behind it, instead of giving way to the autovacuum until the tries run out.
 
 Statements that must not run in a transaction (`CREATE INDEX CONCURRENTLY`, which builds an
 index on a busy table without blocking its writes) go after a line `-- concurrently --`: they
@@ -151,6 +155,7 @@ class _Run:
         """Run one migration in its own transaction unless it is recorded already, giving way
         to busy tables between tries; return True if this run applied it."""
         cursor = self.cursor
+        timeout = self.lock_timeout
         for attempt in range(1, LOCK_TRIES + 1):
             self.begin()
             try:
@@ -160,7 +165,7 @@ class _Run:
                     return False
                 if attempt == 1:
                     report(f"applying {migration.path.name}")
-                cursor.execute(QUERIES["limit_lock_waits"], {"timeout": self.lock_timeout})
+                cursor.execute(QUERIES["limit_lock_waits"], {"timeout": timeout})
                 cursor.execute(migration.sql())
                 if migration.concurrent_statements():
                     cursor.execute("COMMIT")
@@ -183,10 +188,21 @@ class _Run:
                         f"{migration.path.name}: a table it alters stayed locked through "
                         f"{LOCK_TRIES} tries of {self.lock_timeout}; find the long transaction "
                         "(pg_stat_activity) and run `webhooks migrate` again") from error
+                timeout, why = self._next_timeout()
                 report(f"  {migration.path.name}: a table is busy "
-                       f"({error.diag.message_primary}); trying again ({attempt}/{LOCK_TRIES})")
+                       f"({error.diag.message_primary}){why}; trying again "
+                       f"({attempt}/{LOCK_TRIES})")
                 time.sleep(min(2.0, 0.25 * attempt))
             except BaseException:
                 cursor.execute("ROLLBACK")
                 raise
         raise AssertionError("not reached")
+
+    def _next_timeout(self) -> tuple[str, str]:
+        """Return the lock timeout of the next try, and why when it is not the usual one."""
+        self.cursor.execute(QUERIES["autovacuum_in_the_way"])
+        autovacuum, outlasting = self.cursor.fetchone()
+        if not autovacuum:
+            return self.lock_timeout, ""
+        return outlasting, (f"; an autovacuum runs: the next try waits {outlasting}, past the"
+                            " deadlock timeout, so that PostgreSQL cancels it")
