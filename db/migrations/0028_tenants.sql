@@ -35,13 +35,14 @@ ON CONFLICT (id) DO NOTHING;
 SELECT setval(pg_get_serial_sequence('tenants', 'id'),
               greatest((SELECT max(id) FROM tenants), 1));
 
--- Every busy table this transaction alters, locked at once, in the order the service's own
--- transactions take them (configs, events, deliveries, then the rows of attempts, health and
--- keys). What follows changes only the catalogue under these locks (and rebuilds the small
--- key of replay_requests), so they are held for milliseconds; the wait for them is what may
--- last: each waits at most the migration's lock timeout, shorter than PostgreSQL's deadlock
--- timeout, so that a transaction of the service that takes two of them in another order
--- makes the migration give way and try again, never fail with a deadlock itself.
+-- Every table this transaction alters, locked at once, in the order an ingest takes them
+-- (configs, events, deliveries, then the rows of attempts, health and keys). What follows
+-- changes only the catalogue under these locks (and rebuilds the small key of
+-- replay_requests), so they are held for milliseconds; the wait for them is what may last:
+-- each waits at most the migration's lock timeout, shorter than PostgreSQL's deadlock
+-- timeout, so that a transaction of the service that takes two of them in another order (a
+-- claim updates deliveries, whose triggers then read configs) makes the migration give way
+-- and try again instead of either failing with a deadlock.
 LOCK TABLE configs, events, deliveries, delivery_attempts, config_health, config_health_changes,
     config_attempt_counts, ordering_keys, replay_requests, rejected_events, api_tokens
     IN ACCESS EXCLUSIVE MODE;
