@@ -196,7 +196,7 @@ def delete(pool: ConnectionPool, uid: str, *, actor: str | None = None) -> Delet
             raise NotFound(f"tenant {uid!r} not found")
         cursor.execute(QUERIES["configs_of_tenant"], {"tenant_id": tenant.id})
         ids = [row["id"] for row in as_dicts(cursor)]
-        configs.lock_for_change(cursor, ids, pending_of=ids)
+        configs.lock_for_change(cursor, PLATFORM, ids, pending_of=ids)
         cursor.execute(QUERIES["stop_configs_of_tenant"], {"tenant_id": tenant.id})
         stopped = cursor.rowcount
         cursor.execute(QUERIES["cancel_pending_deliveries_of_tenant"],
