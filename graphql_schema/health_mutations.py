@@ -9,7 +9,7 @@ import strawberry
 from db import configs, health
 from db.errors import NotFound
 from db.vocabulary import CircuitState, HealthState, PortalCapability
-from graphql_schema import arguments
+from graphql_schema import arguments, portal_limits
 from graphql_schema.access import operator_mutation
 from graphql_schema.context import Info
 from graphql_schema.types import Config
@@ -26,8 +26,12 @@ class ConfigHealthChange:
 
 
 def _apply(info: Info, id: strawberry.ID, change, reason: str | None, *, done: str,
-           already: str, default_reason: str) -> ConfigHealthChange:
+           already: str, default_reason: str, sends: bool = True) -> ConfigHealthChange:
+    """Run a health `change` of config `id`; one that `sends` (resume, reset) lets its
+    deliveries go again, which a portal session may do only within its event types."""
     config_id = arguments.text(str(id), "id")
+    if sends:
+        portal_limits.check_config(info, config_id)
     why = arguments.text(reason, "reason") or default_reason
     scope = info.context.scope
     changed = change(info.context.pool, scope, config_id, reason=why,
@@ -52,7 +56,7 @@ class HealthMutations:
                      reason: str | None = None) -> ConfigHealthChange:
         return _apply(info, id, health.pause, reason, done="config paused",
                       already="config was already paused; nothing changed",
-                      default_reason="paused by an operator")
+                      default_reason="paused by an operator", sends=False)
 
     @operator_mutation(capability=PortalCapability.MANAGE_ENDPOINTS,
                        description="Resume a paused config; its backlog is released "
