@@ -41,7 +41,9 @@ def _apply(info: Info, id: strawberry.ID, change, reason: str | None, *, done: s
         raise NotFound(f"config {arguments.shown(id)} not found")
     message = done if changed else already
     if changed:
-        log.info(message, extra={"config_id": config_id, "reason": why})
+        log.info(message, extra={"config_id": config_id, "reason": why,
+                                 "actor": info.context.token_name,
+                                 "tenant": info.context.tenant_uid})
     return ConfigHealthChange(config=Config.from_row(row), changed=changed, message=message)
 
 

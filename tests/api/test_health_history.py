@@ -108,3 +108,20 @@ def test_a_tenant_reads_that_the_platform_acted_not_which_token_or_person(api, c
     for tenant_side in (own, session):
         assert [(c, a) for c, a, _ in changes(tenant_side, config.id)] == list(zip(actors, [
             session_name, "shop-ops", "platform", "platform"], strict=True))
+
+
+def test_a_health_line_names_the_token_and_the_tenant_it_acts_for(client, make):
+    shop = tenants.create(make.pool, uid="shop")
+    config = make.config(tenant_id=shop.id)
+    own = Api(client, tokens.create(make.pool, name="shop-ops", role="operator",
+                                    tenant_id=shop.id)[1])
+    stream = io.StringIO()
+    logs.configure("info", stream)
+    try:
+        own.data(PAUSE, {"id": config.id})
+    finally:
+        logs.configure("warning")
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    (paused,) = [line for line in lines if line["logger"] == "webhooks.health"]
+    assert (paused["message"], paused["config_id"], paused["actor"], paused["tenant"]) == (
+        "config paused", config.id, "shop-ops", "shop")
