@@ -134,10 +134,10 @@ class _State:
         if self.patterns > patterns.MAX_PATTERNS:
             raise FilterError(at, f"a filter has at most {patterns.MAX_PATTERNS} $regex")
         try:
-            compiled = patterns.compile_pattern(pattern, options)
+            accepts = patterns.compile_pattern(pattern, options)
         except ValueError as error:
             raise FilterError(at, str(error)) from None
-        return Matches(pattern, options, compiled)
+        return Matches(pattern, options, accepts)
 
     def negation(self, operand: Any, at: str, depth: int) -> Negated:
         if depth + 1 > MAX_DEPTH:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 MAX_SEGMENTS = 32  # segments of one path
@@ -32,9 +32,19 @@ def reach(document: Any, segments: Sequence[str]) -> list[Any]:
     is that element; any other segment applies to each of its elements that is an object
     (elements that are arrays or scalars reach nothing). A scalar reaches nothing further.
     """
-    reached: list[Any] = []
-    _walk(document, segments, 0, reached)
-    return reached
+    value = document
+    for at, segment in enumerate(segments):  # objects only: the common case, quickly
+        if type(value) is dict:
+            if segment not in value:
+                return []
+            value = value[segment]
+        elif type(value) is list:
+            reached: list[Any] = []
+            _walk(value, segments, at, reached)
+            return reached
+        else:
+            return []
+    return [value]
 
 
 def _walk(value: Any, segments: Sequence[str], at: int, reached: list[Any]) -> None:
@@ -56,12 +66,14 @@ def _walk(value: Any, segments: Sequence[str], at: int, reached: list[Any]) -> N
                 _walk(element, segments, at, reached)
 
 
-def candidates(reached: Sequence[Any]) -> list[Any]:
-    """Return what a value test looks at: each reached value and, for a reached array, each
-    of its elements (one level: an array inside it is compared whole)."""
-    found: list[Any] = []
+def any_candidate(reached: Sequence[Any], accepts: Callable[[Any], bool]) -> bool:
+    """Return whether `accepts` holds for what a value test looks at: a reached value or, for
+    a reached array, one of its elements (one level: an array inside it is looked at whole)."""
     for value in reached:
-        found.append(value)
-        if isinstance(value, list):
-            found.extend(value)
-    return found
+        if accepts(value):
+            return True
+        if type(value) is list:
+            for element in value:
+                if accepts(element):
+                    return True
+    return False

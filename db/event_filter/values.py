@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import operator
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
@@ -47,16 +49,34 @@ def same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def ordered(a: Any, b: Any) -> int | None:
-    """Return -1, 0 or 1 as `a` is below, equal to or above `b`, when both are numbers or both
-    strings (by Unicode code points); None otherwise."""
-    kind_a = kind(a)
-    if kind_a is not kind(b) or kind_a not in (Kind.NUMBER, Kind.STRING):
-        return None
-    return (a > b) - (a < b)
-
-
 def quoted(value: Any) -> str:
     """Return a value as compact JSON, shortened for an explanation."""
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     return text if len(text) <= EXCERPT else text[:EXCERPT - 1] + "…"
+
+
+_NUMBERS = (int, float)  # by exact type: a boolean is not a number here
+
+
+def equal_to(operand: Any) -> Callable[[Any], bool]:
+    """Return the test of a value being `same` as `operand`, specialised to its kind."""
+    operand_kind = kind(operand)
+    if operand_kind is Kind.NUMBER:
+        return lambda value: type(value) in _NUMBERS and value == operand
+    if operand_kind is Kind.STRING:
+        return lambda value: type(value) is str and value == operand
+    if operand_kind in (Kind.BOOLEAN, Kind.NULL):
+        return lambda value: value is operand
+    return lambda value: same(value, operand)
+
+
+_ORDERS = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
+
+
+def order_test(name: str, operand: int | float | str) -> Callable[[Any], bool]:
+    """Return the test of a value standing in order `name` ($gt $gte $lt $lte) to `operand`:
+    numbers to a number, strings (by Unicode code points) to a string, nothing else."""
+    holds = _ORDERS[name]
+    if type(operand) is str:
+        return lambda value: type(value) is str and holds(value, operand)
+    return lambda value: type(value) in _NUMBERS and holds(value, operand)
