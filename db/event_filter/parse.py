@@ -187,4 +187,6 @@ def _kind(value: Any) -> str:
 
 
 def _unknown(key: str, known: tuple[Operator, ...]) -> str:
-    return f"unknown operator {key}; the operators here are {', '.join(known)}"
+    listed = ", ".join(op if op != Operator.REGEX else "$regex (with $options)"
+                       for op in known if op != Operator.OPTIONS)
+    return f"unknown operator {key}; the operators here are {listed}"

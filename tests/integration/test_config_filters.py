@@ -111,7 +111,7 @@ def test_concurrent_ingests_of_one_filtered_config_count_every_rejection(make):
                                           {"amount": k}, tenant_id=config.tenant_id,
                                           max_payload=1000) for k in (1, 2, 300)]
                 events.publish_all(make.pool, batch)
-        except BaseException as error:  # noqa: BLE001 (reported below)
+        except BaseException as error:  # reported below
             errors.append(error)
 
     threads = [threading.Thread(target=publish, args=(w,)) for w in range(4)]
