@@ -110,17 +110,21 @@ def _pool(dsn: str, size: int = 1) -> ConnectionPool:
     return ConnectionPool(dsn, size=size)
 
 
-def _publish_rate(pool: ConnectionPool, types: list[str], count: int, tag: str) -> float:
-    """Publish `count` events (AT_ONCE at a time, over `types`); return events/s."""
+def _publish_rate(pool: ConnectionPool, types: list[str], count: int,
+                  tag: str) -> tuple[float, float]:
+    """Publish `count` events (AT_ONCE at a time, over `types`); return events/s and the
+    publishing process's CPU milliseconds per event (what the service itself spends, whatever
+    else the machine runs)."""
     def one(n: int) -> None:
         event = events.new_event(f"{tag}-{n}", types[n % len(types)], PAYLOAD,
                                  tenant_id=DEFAULT_TENANT_ID, max_payload=1 << 20)
         events.publish(pool, event)
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with ThreadPoolExecutor(AT_ONCE) as running:
         list(running.map(one, range(count)))
-    return count / (time.perf_counter() - started)
+    return (count / (time.perf_counter() - started),
+            (time.process_time() - cpu) * 1000 / count)
 
 
 def publish(pg, options: argparse.Namespace, progress) -> dict:
@@ -137,12 +141,14 @@ def publish(pg, options: argparse.Namespace, progress) -> dict:
         configs.create_many(pool, [NewConfig(DEFAULT_TENANT_ID, ENDPOINT, [name])
                                    for name in types])
     rates: dict[str, list[float]] = {kind: [] for kind in kinds}
+    cpu: dict[str, list[float]] = {kind: [] for kind in kinds}
     for kind, types in kinds.items():  # warm: schemas compiled, statements planned
         _publish_rate(pool, types, max(20, options.publishes // 10), f"warm-{kind}")
     for round_ in range(options.rounds):
         for kind, types in (kinds.items() if round_ % 2 == 0 else reversed(kinds.items())):
-            rates[kind].append(_publish_rate(pool, types, options.publishes,
-                                             f"{kind}-{round_}"))
+            rate, cpu_ms = _publish_rate(pool, types, options.publishes, f"{kind}-{round_}")
+            rates[kind].append(rate)
+            cpu[kind].append(cpu_ms)
         progress(f"  publish round {round_ + 1}: " + ", ".join(
             f"{kind} {values[-1]:,.0f}/s" for kind, values in rates.items()))
     pool.close()
@@ -151,6 +157,8 @@ def publish(pg, options: argparse.Namespace, progress) -> dict:
             "events_per_round": options.publishes, "rounds": options.rounds,
             "events_per_second_schema": round(median["schema"], 1),
             "events_per_second_none": round(median["none"], 1),
+            "cpu_ms_per_event": {kind: round(statistics.median(values), 3)
+                                 for kind, values in cpu.items()},
             "all_rounds": {kind: [round(v, 1) for v in values] for kind, values in rates.items()},
             "ratio": round(median["schema"] / median["none"], 3)}
 
@@ -297,8 +305,10 @@ def table(results: dict) -> str:
         p = results["publish"]
         lines += [f"publish ({p['schema_bytes']:,} B schema, {p['payload_bytes']:,} B payload, "
                   f"{AT_ONCE} at once, median of {p['rounds']} rounds)",
-                  f"  with schemas   {p['events_per_second_schema']:>10,.1f} events/s",
-                  f"  without        {p['events_per_second_none']:>10,.1f} events/s",
+                  f"  with schemas   {p['events_per_second_schema']:>10,.1f} events/s  "
+                  f"{p['cpu_ms_per_event']['schema']} ms CPU/event",
+                  f"  without        {p['events_per_second_none']:>10,.1f} events/s  "
+                  f"{p['cpu_ms_per_event']['none']} ms CPU/event",
                   f"  ratio          {p['ratio']:>10}"]
     if "wildcards" in results:
         w = results["wildcards"]
