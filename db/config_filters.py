@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from db import event_filter
 from db.catalog import subscription_patterns
@@ -21,8 +21,13 @@ from db.rows import as_dicts
 from db.scope import Scope
 from db.sql import QUERIES
 
-if TYPE_CHECKING:
-    from db.events import NewEvent
+
+class Event(Protocol):
+    """What a filter needs of an event to be ingested (db.events.NewEvent has it)."""
+
+    type: str
+    tenant_id: int
+    payload: str  # JSON text
 
 
 @dataclass(frozen=True)
@@ -37,7 +42,7 @@ class Rejections:
         return {"filtered_positions": self.positions, "filtered_configs": self.config_ids}
 
 
-def rejections(cursor: Any, events: Sequence[NewEvent], patterns: Sequence[str]) -> Rejections:
+def rejections(cursor: Any, events: Sequence[Event], patterns: Sequence[str]) -> Rejections:
     """In the caller's transaction, before `events` are ingested: share-lock the filtered
     configs they reach and return the pairs whose filter rejects the event (a payload is
     decoded once, and only when some filter looks at it)."""
