@@ -32,7 +32,7 @@ subscribed AS MATERIALIZED (
 ),
 filtered_out AS MATERIALIZED (
     -- The pairs of a new event (by its position in the batch) and a config whose filter
-    -- rejected it (decided by the service over filtered_subscribers(), migration 0033).
+    -- rejected it (decided by the service over filtered_subscribers(), migration 0032).
     SELECT f.config_id, i.tenant_id
     FROM unnest(%(filtered_positions)s::bigint[], %(filtered_configs)s::text[])
         AS f (position, config_id)
