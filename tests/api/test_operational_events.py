@@ -22,6 +22,7 @@ from db.scope import PLATFORM
 from db.vocabulary import OperationalEvent, Ordering
 from service.local.processes import worker_environment
 from service.runtime.settings import SettingsError
+from tests.endpoint_health import events_for, open_circuit
 from tests.helpers import PATIENCE, ROOT, wait_until
 from tests.receivers import Receiver, Reply
 from tests.signatures import verify
@@ -269,3 +270,22 @@ def test_an_announcement_published_again_is_one_event(make, platform, acme):
     assert published(make, platform) == ["endpoint.disabled"]
     assert make.count("SELECT count(*) FROM deliveries WHERE tenant_id = %s",
                       (tenant_id,)) == 1
+
+
+def test_an_operators_circuit_reset_is_a_recovery_and_a_pause_is_no_news(api, make, platform):
+    operational.point_at(make.pool, "platform")
+    config = make.config()  # of the tenant `default`
+    events_for(make, config, 3)
+    open_circuit(make, config)
+    for mutation in ("pauseConfig", "resumeConfig", "resetCircuit"):
+        api.data(f"mutation ($id: ID!) {{ {mutation}(id: $id) {{ changed }} }}", {"id": config.id})
+    assert make.rows("SELECT type, reason, actor FROM operational_events ORDER BY position") == [
+        ("endpoint.circuit_opened", "3 consecutive failures", None),
+        ("endpoint.recovered", "circuit reset by an operator", "ops")]
+
+
+def test_the_outbox_holds_exactly_the_operational_types(make):
+    (definition,) = make.column(
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE conrelid = 'operational_events'::regclass AND contype = 'c'")
+    assert sorted(re.findall(r"'([a-z_.]+)'::text", definition)) == sorted(OperationalEvent)
