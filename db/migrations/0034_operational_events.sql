@@ -26,14 +26,18 @@ CREATE TABLE IF NOT EXISTS operational_events (
     occurred_at timestamptz NOT NULL DEFAULT now()
 );
 
--- Whether changes of a tenant's configs are announced: an operational tenant is named, it is
--- not this tenant (the operational tenant's own endpoints announce nothing: a failing endpoint
--- that hears announcements would otherwise announce its own failures, endlessly), and this
--- tenant is not deleted (deleting it stops its configs, which the platform knows: it did it).
+-- Whether changes of a tenant's configs are announced: a live operational tenant is named, it
+-- is not this tenant (the operational tenant's own endpoints announce nothing: a failing
+-- endpoint that hears announcements would otherwise announce its own failures, endlessly), and
+-- this tenant is not deleted (deleting it stops its configs, which the platform knows: it did).
 CREATE OR REPLACE FUNCTION announces_for(subject bigint) RETURNS boolean
 LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (SELECT 1 FROM operational_tenant o JOIN tenants t ON t.id = subject
-                   WHERE o.tenant_id <> subject AND t.deleted_at IS NULL)
+    SELECT EXISTS (SELECT 1
+                   FROM operational_tenant o
+                   JOIN tenants hearing ON hearing.id = o.tenant_id
+                   JOIN tenants t ON t.id = subject
+                   WHERE o.tenant_id <> subject
+                     AND hearing.deleted_at IS NULL AND t.deleted_at IS NULL)
 $$;
 
 -- What a delivery event says of its delivery, written once for the statement that exhausts a

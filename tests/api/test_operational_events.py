@@ -289,3 +289,11 @@ def test_the_outbox_holds_exactly_the_operational_types(make):
         "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
         "WHERE conrelid = 'operational_events'::regclass AND contype = 'c'")
     assert sorted(re.findall(r"'([a-z_.]+)'::text", definition)) == sorted(OperationalEvent)
+
+
+def test_once_the_operational_tenant_is_deleted_nothing_is_announced(api, make, platform, acme):
+    operational.point_at(make.pool, "platform")
+    config = make.config(tenant_id=acme)
+    api.data('mutation { deleteTenant(uid: "platform") { configsStopped } }')
+    configs.deactivate(make.pool, PLATFORM, config.id)
+    assert make.count("SELECT count(*) FROM operational_events") == 0
