@@ -297,3 +297,13 @@ def test_once_the_operational_tenant_is_deleted_nothing_is_announced(api, make, 
     api.data('mutation { deleteTenant(uid: "platform") { configsStopped } }')
     configs.deactivate(make.pool, PLATFORM, config.id)
     assert make.count("SELECT count(*) FROM operational_events") == 0
+
+
+def test_the_docs_set_it_up_as_they_say(api, make, start_worker):
+    docs = (ROOT / "docs" / "operational-events.md").read_text()
+    setup = docs.split("## Setting it up", 1)[1].split("##", 1)[0]
+    create_tenant, subscribe = re.findall(r"```graphql\n(.*?)```", setup, re.DOTALL)
+    api.data(create_tenant)
+    start_worker(operational_tenant="platform")
+    config = api.data(subscribe)["createConfig"]["config"]
+    assert configs.get(make.pool, PLATFORM, config["id"]).ordering == Ordering.PER_KEY
