@@ -20,6 +20,7 @@ from db.configs import Config
 from db.operational_types import GROUP, TYPES
 from db.scope import PLATFORM
 from db.vocabulary import OperationalEvent, Ordering
+from service.ingest.operational_relay import OperationalRelay
 from service.local.processes import worker_environment
 from service.runtime.settings import SettingsError
 from tests.endpoint_health import events_for, open_circuit
@@ -226,9 +227,13 @@ def test_a_deleted_tenants_stopped_configs_are_not_announced(api, make, platform
     assert make.count("SELECT count(*) FROM operational_events") == 0
 
 
-def test_a_worker_refuses_to_start_for_a_tenant_nobody_has(make, start_worker, database_url):
+def test_a_worker_refuses_to_start_for_a_tenant_nobody_has(make, start_worker):
     with pytest.raises(SettingsError, match="no tenant has the uid 'nobody'"):
         start_worker(operational_tenant="nobody")
+
+
+@pytest.mark.slow
+def test_the_worker_command_exits_saying_which_tenant_nobody_has(database_url):
     ended = subprocess.run([sys.executable, "-m", "service", "worker"], cwd=ROOT,
                            env=worker_environment(database_url,
                                                   WEBHOOKS_OPERATIONAL_TENANT="nobody"),
@@ -238,9 +243,10 @@ def test_a_worker_refuses_to_start_for_a_tenant_nobody_has(make, start_worker, d
             "(create it first, or unset the setting)") in ended.stderr
 
 
-def test_the_types_are_registered_once_with_their_schemas(make, platform, start_worker):
-    start_worker(operational_tenant="platform")
-    start_worker(operational_tenant="platform")
+def test_the_types_are_registered_once_with_their_schemas(make, platform, settings):
+    for _ in range(2):  # as two workers starting one after the other
+        assert OperationalRelay(make.pool, settings.replace(operational_tenant="platform")
+                                ).prepare()
     for kind, entry in TYPES.items():
         registered = catalog.get(make.pool, kind)
         assert (registered.group_name, registered.schema_version) == (GROUP, 1)
@@ -299,11 +305,12 @@ def test_once_the_operational_tenant_is_deleted_nothing_is_announced(api, make, 
     assert make.count("SELECT count(*) FROM operational_events") == 0
 
 
-def test_the_docs_set_it_up_as_they_say(api, make, start_worker):
+def test_the_docs_set_it_up_as_they_say(api, make, settings):
     docs = (ROOT / "docs" / "operational-events.md").read_text()
     setup = docs.split("## Setting it up", 1)[1].split("##", 1)[0]
     create_tenant, subscribe = re.findall(r"```graphql\n(.*?)```", setup, re.DOTALL)
     api.data(create_tenant)
-    start_worker(operational_tenant="platform")
+    # What a worker started with the setting does first (the types it registers).
+    OperationalRelay(make.pool, settings.replace(operational_tenant="platform")).prepare()
     config = api.data(subscribe)["createConfig"]["config"]
     assert configs.get(make.pool, PLATFORM, config["id"]).ordering == Ordering.PER_KEY
