@@ -29,9 +29,5 @@ SELECT t.position, t.event_id, t.type, t.config_id, t.reason, t.actor, t.deliver
        t.occurred_at, tenant.uid AS tenant_uid, config.name AS config_name
 FROM taken t
 JOIN tenants tenant ON tenant.id = t.tenant_id
-JOIN configs config ON config.id = t.config_id
+LEFT JOIN configs config ON config.id = t.config_id
 ORDER BY t.position
-
--- count_operational_events --
--- Count the announcements not yet published
-SELECT count(*) FROM operational_events
