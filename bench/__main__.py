@@ -13,6 +13,8 @@ peers needs the bench extra (pip install -e '.[dev,bench]'), the others what dev
 flags.
 `python -m bench catalog --help`: what schemas, wildcard subscriptions and config filters
 cost, with its own flags.
+`python -m bench announcements --help`: what operational events cost the record, and the
+relay's rate, with its own flags.
 `python -m bench tenant-upgrade --help`: how long the upgrade to tenants holds up dispatch,
 publishes and reads, table by table, with its own flags.
 """
@@ -178,6 +180,9 @@ def main() -> int:
     if sys.argv[1:2] == ["tenant-upgrade"]:
         from bench import tenant_upgrade
         return tenant_upgrade.main(sys.argv[2:])
+    if sys.argv[1:2] == ["announcements"]:
+        from bench import announcements
+        return announcements.main(sys.argv[2:])
     if sys.argv[1:2] == ["live-page"]:
         from bench import live_page
         return live_page.main(sys.argv[2:])

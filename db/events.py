@@ -233,22 +233,29 @@ def publish_all(pool: ConnectionPool, events: Sequence[NewEvent], *,
 
     All or nothing: when a tenant's rate cannot take its new event now, nothing is stored and
     RateLimited says when the call would fit."""
-    published = []
     with pool.transaction() as cursor:
-        events, refused = check_against_catalog(cursor, events, strict=strict)
-        if refused:
-            raise InvalidInput(refused[0].reason)
-        waiting = take_publish_slots(cursor, events)
-        if waiting:
-            raise refusal(waiting)
-        counts = ingest(cursor, events, source=source)
-        for position, event in enumerate(events, start=1):
-            cursor.execute(QUERIES["deliveries_of_event"],
-                           {"tenant_id": event.tenant_id, "event_id": event.id})
-            ids = [row[0] for row in cursor.fetchall()]
-            cursor.execute(QUERIES["event_created_now"],
-                           {"tenant_id": event.tenant_id, "event_id": event.id})
-            duplicate = not cursor.fetchone()[0]
-            published.append(Published(ids, duplicate=duplicate, filtered_out=0 if duplicate
-                                       else counts.rejected_positions.count(position)))
+        return publish_in(cursor, events, source=source, strict=strict)
+
+
+def publish_in(cursor: Any, events: Sequence[NewEvent], *, source: str,
+               strict: bool) -> list[Published]:
+    """Publish as `publish_all` does, within the caller's transaction (which the errors of
+    `publish_all` must then roll back)."""
+    events, refused = check_against_catalog(cursor, events, strict=strict)
+    if refused:
+        raise InvalidInput(refused[0].reason)
+    waiting = take_publish_slots(cursor, events)
+    if waiting:
+        raise refusal(waiting)
+    counts = ingest(cursor, events, source=source)
+    published = []
+    for position, event in enumerate(events, start=1):
+        cursor.execute(QUERIES["deliveries_of_event"],
+                       {"tenant_id": event.tenant_id, "event_id": event.id})
+        ids = [row[0] for row in cursor.fetchall()]
+        cursor.execute(QUERIES["event_created_now"],
+                       {"tenant_id": event.tenant_id, "event_id": event.id})
+        duplicate = not cursor.fetchone()[0]
+        published.append(Published(ids, duplicate=duplicate, filtered_out=0 if duplicate
+                                   else counts.rejected_positions.count(position)))
     return published
