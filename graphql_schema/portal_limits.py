@@ -30,9 +30,10 @@ def check_config(info: Info, config_id: str, subscriptions: Sequence[str] | None
                  ) -> None:
     """Refuse (FORBIDDEN) a portal session's change of the config `config_id` that leaves it
     subscribed beyond the session's event types: its new `subscriptions` when the change gives
-    any, else those it has. A config the platform made wider than the session may see is
-    stopped (paused, deactivated, deleted) by the session, never pointed elsewhere, activated,
-    resumed or given a new secret. An unknown config is left to the change (NOT_FOUND)."""
+    any, else those it has. A config the platform subscribed wider than the session's types
+    may be stopped by the session (paused, deactivated, deleted), never pointed elsewhere,
+    activated, resumed or given a new secret. An unknown config is left to the change
+    (NOT_FOUND)."""
     allowed = info.context.allowed_event_types
     if allowed is None:
         return
