@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from db import catalog, health
+from db import catalog, event_filter, health
 from db.errors import InvalidInput, NotFound
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
@@ -48,6 +48,7 @@ class Config:
     previous_secrets_expire_at: list[datetime] = field(default_factory=list)  # newest first
     ordering: Ordering = Ordering.UNORDERED
     block_on_failure: bool = True  # ordered: a failed delivery holds its key
+    filter: Any = None  # the events it receives must match it (docs/filters.md); None: all
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Config:
@@ -122,6 +123,12 @@ def check_event_types(event_types: Sequence[str]) -> list[str]:
     return cleaned
 
 
+def filter_text(given: Any) -> str | None:
+    """Return a filter's checked JSON text (None for no filter); InvalidInput names the place
+    in it that is wrong."""
+    return None if given is None else event_filter.check(given).text
+
+
 @dataclass(frozen=True)
 class NewConfig:
     """What a config is created with: checked when it is created; a secret is minted when none
@@ -138,6 +145,7 @@ class NewConfig:
     rate_per_second: float | None = None
     ordering: Ordering = Ordering.UNORDERED
     block_on_failure: bool = True
+    filter: Any = None  # as given (JSON); None: no filter
 
     def row(self) -> dict[str, Any]:
         """Return the checked values of the config's row, its secret minted if none is given."""
@@ -152,6 +160,7 @@ class NewConfig:
             "ordering": Ordering(self.ordering).value,
             "block_on_failure": self.block_on_failure,
             "tenant_id": self.tenant_id,
+            "filter": filter_text(self.filter),
         }
         health.check_max_in_flight(self.max_in_flight)
         health.check_rate(self.rate_per_second)
@@ -331,10 +340,14 @@ def update(
     rate_per_second: float | None = health.KEEP,
     ordering: Ordering | None = None,
     block_on_failure: bool | None = None,
+    filter: Any = None,
+    set_filter: bool = False,
 ) -> Config:
-    """Change the endpoint, event types, name, cap, rate, ordering or failure policy of a
-    config (a cap or rate of `health.KEEP` stays, None clears it; None keeps the others);
-    later attempts use them. Switched to unordered, its waiting deliveries become due."""
+    """Change the endpoint, event types, name, cap, rate, ordering, failure policy or filter
+    of a config (a cap or rate of `health.KEEP` stays, None clears it; a name or filter
+    changes only with `set_name`/`set_filter`, None clearing it; None keeps the others);
+    later attempts use them, later events meet the new filter. Switched to unordered, its
+    waiting deliveries become due."""
     params = {
         **scope.params(),
         "id": id,
@@ -344,10 +357,12 @@ def update(
         "set_name": set_name,
         "ordering": None if ordering is None else Ordering(ordering).value,
         "block_on_failure": block_on_failure,
+        "filter": filter_text(filter) if set_filter else None,
+        "set_filter": set_filter,
     }
     with pool.transaction() as cursor:
         if ordering is not None or block_on_failure is not None:
-            lock_for_change(cursor, [id], pending_of=[id])  # their turns may move
+            lock_for_change(cursor, scope, [id], pending_of=[id])  # their turns may move
         cursor.execute(QUERIES["update_config"], params)
         config = _found(as_dict(cursor), id)
         health.set_limits(cursor, id, max_in_flight=max_in_flight,
@@ -372,19 +387,22 @@ def deactivate(pool: ConnectionPool, scope: Scope, id: str, *,
     transaction."""
     with pool.transaction() as cursor:
         health.act_as(cursor, actor, reason)
-        lock_for_change(cursor, [id], pending_of=[id])
+        lock_for_change(cursor, scope, [id], pending_of=[id])
         change = deactivate_in(cursor, scope, id)
         if change.changed:
             health.note_reason(cursor, id, reason)
         return change
 
 
-def lock_for_change(cursor: Any, ids: Sequence[str], *, pending_of: Sequence[str]) -> None:
+def lock_for_change(cursor: Any, scope: Scope, ids: Sequence[str], *,
+                    pending_of: Sequence[str]) -> None:
     """In the caller's transaction, before changing configs `ids`: lock them, then the pending
     deliveries of `pending_of` (those whose change moves them), then their health rows, in
-    the one lock order every statement follows (docs/architecture.md)."""
+    the one lock order every statement follows (docs/architecture.md). Only the rows of
+    `scope` are locked: naming another tenant's config holds up nothing of that tenant."""
     cursor.execute(QUERIES["lock_for_config_change"],
-                   {"configs": sorted(set(ids)), "pending_of": sorted(set(pending_of))})
+                   {**scope.params(), "configs": sorted(set(ids)),
+                    "pending_of": sorted(set(pending_of))})
 
 
 def deactivate_in(cursor: Any, scope: Scope, id: str) -> ConfigChange:
@@ -407,7 +425,7 @@ def delete(pool: ConnectionPool, scope: Scope, id: str, *,
     reason = "deleted by an operator"
     with pool.transaction() as cursor:
         health.act_as(cursor, actor, reason)
-        lock_for_change(cursor, [id], pending_of=[id])
+        lock_for_change(cursor, scope, [id], pending_of=[id])
         cursor.execute(QUERIES["delete_config"], {**scope.params(), "id": id})
         config = _found(as_dict(cursor), id)
         cursor.execute(QUERIES["cancel_pending_deliveries_of_config"], {"id": id})

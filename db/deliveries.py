@@ -85,6 +85,9 @@ class AttemptResult:
     sent_at: datetime | None = None  # when the request went out, on the database's clock
     # The headers the request carried, but those every request carries alike (None: unknown)
     request_headers: Mapping[str, str] | None = None
+    # It failed for good because its generation's budget (attempts or time) ran out: announced
+    # to the operational tenant as `delivery.exhausted`
+    exhausted: bool = False
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,8 @@ def record_and_deactivate(pool: ConnectionPool, results: Sequence[AttemptResult]
     deactivated: dict[str, int] = {}
     with pool.transaction() as cursor:
         health.act_as(cursor, None, reason)
-        configs.lock_for_change(cursor, [*configs_touched, *deactivate], pending_of=deactivate)
+        configs.lock_for_change(cursor, PLATFORM, [*configs_touched, *deactivate],
+                                pending_of=deactivate)
         for config_id in sorted(deactivate):
             try:
                 change = configs.deactivate_in(cursor, PLATFORM, config_id)
@@ -218,6 +222,7 @@ def _record_params(results: Sequence[AttemptResult], rules: HealthRules, *,
         "request_headers": [None if r.request_headers is None
                             else json.dumps(r.request_headers, separators=(",", ":"))
                             for r in results],
+        "exhausted": [r.exhausted for r in results],
         "gone": list(gone),
         **rules.params(),
     }
@@ -317,7 +322,8 @@ def replay(cursor: Any, scope: Scope, delivery_id: int) -> Replay:
     Raises NotFound for an unknown delivery and NotEligible (saying why) for any other state,
     or when its config is inactive or deleted.
     """
-    cursor.execute(QUERIES["lock_key_turns_of_deliveries"], {"ids": [delivery_id]})
+    cursor.execute(QUERIES["lock_key_turns_of_deliveries"],
+                   {**scope.params(), "ids": [delivery_id]})
     cursor.execute(QUERIES["replay_delivery"], {**scope.params(), "id": delivery_id})
     row = as_dict(cursor)
     if row is not None:
@@ -365,7 +371,7 @@ def replay_page(
     page, has_more = [id for _, id in listed[:limit]], len(listed) > limit
     if not page:
         return ReplayPage([], [], [], has_more=False, last=None)
-    cursor.execute(QUERIES["lock_key_turns_of_deliveries"], {"ids": page})
+    cursor.execute(QUERIES["lock_key_turns_of_deliveries"], {**scope.params(), "ids": page})
     cursor.execute(QUERIES["replay_listed_deliveries"], {**scope.params(), "ids": page})
     replayed, expedited, skipped = [], [], []
     for row in as_dicts(cursor):

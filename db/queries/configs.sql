@@ -4,13 +4,14 @@ WITH tenant AS (
     SELECT id FROM tenants WHERE id = %(tenant_id)s AND deleted_at IS NULL FOR KEY SHARE
 )
 INSERT INTO configs (id, name, endpoint, secret, event_types, active, ordering,
-                     block_on_failure, tenant_id)
+                     block_on_failure, tenant_id, filter)
 SELECT coalesce(%(id)s, gen_random_uuid()::text), %(name)s, %(endpoint)s, %(secret)s,
-       %(event_types)s, %(active)s, %(ordering)s, %(block_on_failure)s, tenant.id
+       %(event_types)s, %(active)s, %(ordering)s, %(block_on_failure)s, tenant.id,
+       %(filter)s::json
 FROM tenant
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure, tenant_id
+          ordering, block_on_failure, tenant_id, filter
 
 -- config_room --
 -- Lock a tenant that limits its configs (so that concurrent creations count one after the other) and say whether it has room for `adding` more; nothing when it has no limit
@@ -25,7 +26,7 @@ FOR NO KEY UPDATE OF t
 -- Return one config that has not been deleted, if the scope may see it
 SELECT id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
        previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-       ordering, block_on_failure, tenant_id
+       ordering, block_on_failure, tenant_id, filter
 FROM configs c
 WHERE c.id = %(id)s AND c.deleted_at IS NULL
   AND (%(scope_tenant)s::bigint IS NULL OR c.tenant_id = %(scope_tenant)s::bigint)
@@ -72,7 +73,7 @@ WHERE %(by_health)s::text IS NOT NULL
 -- A config as the listings show it, from configs as `c` (included by the list statements below)
 c.id, c.name, c.endpoint, c.event_types, c.active, c.created_at, c.updated_at, c.deleted_at,
 previous_secrets_expire_at(c.previous_secrets) AS previous_secrets_expire_at,
-c.ordering, c.block_on_failure, c.tenant_id
+c.ordering, c.block_on_failure, c.tenant_id, c.filter
 
 -- list_configs_walk --
 -- Page through the configs a filter matches, newest first after a (created_at, id) cursor, among the `walk` configs next to the cursor only: the whole page when matches are common, cheap at any number of configs
@@ -137,12 +138,13 @@ SET endpoint = coalesce(%(endpoint)s, endpoint),
     ordering = coalesce(%(ordering)s, ordering),
     block_on_failure = coalesce(%(block_on_failure)s, block_on_failure),
     name = CASE WHEN %(set_name)s THEN %(name)s ELSE name END,
+    filter = CASE WHEN %(set_filter)s THEN %(filter)s::json ELSE filter END,
     updated_at = now()
 WHERE id = %(id)s AND deleted_at IS NULL
   AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure, tenant_id
+          ordering, block_on_failure, tenant_id, filter
 
 -- set_config_active --
 -- Activate or deactivate a config that has not been deleted; say whether it was the other way before
@@ -158,7 +160,7 @@ FROM before
 WHERE c.id = before.id
 RETURNING c.id, c.name, c.endpoint, c.event_types, c.active, c.created_at, c.updated_at,
           c.deleted_at, previous_secrets_expire_at(c.previous_secrets) AS previous_secrets_expire_at,
-          c.ordering, c.block_on_failure, c.tenant_id,
+          c.ordering, c.block_on_failure, c.tenant_id, c.filter,
           before.active <> %(active)s AS changed
 
 -- delete_config --
@@ -169,7 +171,7 @@ WHERE id = %(id)s AND deleted_at IS NULL
   AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure, tenant_id
+          ordering, block_on_failure, tenant_id, filter
 
 -- rotate_config_secret --
 -- Install a new secret; with a grace, the current one joins the unexpired previous secrets (newest first, the `keep` newest kept), each signing until its own grace ends; without one, drop them all
@@ -195,7 +197,7 @@ WHERE id = %(id)s AND deleted_at IS NULL
   AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure, tenant_id
+          ordering, block_on_failure, tenant_id, filter
 
 -- cancel_pending_deliveries_of_config --
 -- Cancel the pending deliveries of a config that was just deactivated or deleted
@@ -205,7 +207,7 @@ WHERE config_id = %(id)s AND status = 'pending'
 RETURNING id
 
 -- lock_for_config_change --
--- Take, in the one lock order (configs, deliveries, health rows, key rows), the locks a change of configs that moves their deliveries needs: the rows of the configs (`configs`, in id order), the pending deliveries of those whose deliveries it moves (`pending_of`), then the configs' health rows (in id order), one statement after the other
+-- Take, in the one lock order (configs, deliveries, health rows, key rows), the locks a change of configs (of the scope) that moves their deliveries needs: the rows of the configs (`configs`, in id order), the pending deliveries of those whose deliveries it moves (`pending_of`), then the configs' health rows (in id order), one statement after the other
 --
 -- Claims lock pending deliveries and then health rows; records and ingests lock configs, then
 -- deliveries, then health rows, then key rows; updating a config also updates its health row
@@ -213,17 +215,25 @@ RETURNING id
 -- deliveries) or changes its ordering (numbering them and settling their turns) must hold the
 -- config before the deliveries, and the deliveries before its health row, or it deadlocks with
 -- a claim that holds a delivery and waits for the health row.
+--
+-- Only the scope's rows are locked: a call naming another tenant's config (which then finds
+-- nothing to change) must not hold up that tenant's claims, ingests and changes meanwhile.
 SELECT count(*) FROM (
-    SELECT id FROM configs WHERE id = ANY(%(configs)s::text[]) ORDER BY id FOR UPDATE
+    SELECT id FROM configs
+    WHERE id = ANY(%(configs)s::text[])
+      AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
+    ORDER BY id FOR UPDATE
 ) configs_locked;
 SELECT count(*) FROM (
     SELECT id FROM deliveries
     WHERE config_id = ANY(%(pending_of)s::text[]) AND status = 'pending'
+      AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
     FOR UPDATE
 ) deliveries_locked;
 SELECT count(*) FROM (
     SELECT config_id FROM config_health
     WHERE config_id = ANY(%(configs)s::text[])
+      AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
     ORDER BY config_id
     FOR UPDATE
 ) health_locked
@@ -235,3 +245,12 @@ SELECT reltuples::float8 FROM pg_class WHERE oid = 'configs'::regclass
 -- analyse_configs --
 -- Refresh the statistics of configs and their health rows, by which the planner chooses the indexes of the subscriber look-up and the claim
 ANALYZE configs, config_health
+
+-- config_filter_counts --
+-- Return how many events each of the given configs' filters rejected, and when one last did, for the configs of the scope that have rejected any
+SELECT config_id, sum(filtered_out) AS filtered_out,
+       max(last_filtered_out_at) AS last_filtered_out_at
+FROM config_filter_counts
+WHERE config_id = ANY (%(ids)s::text[])
+  AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
+GROUP BY config_id

@@ -16,7 +16,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from db import catalog, health, tenants
 from db.scope import PLATFORM
 from service.local.ports import reserve_port
-from tests.browser.conftest import UNCLAIMED, WAIT_MS, open_page
+from tests.browser.conftest import UNCLAIMED, WAIT_MS, open_page, shoot
 from tests.browser.embedding import HostPage
 from tests.helpers import wait_until
 from tests.receivers import Reply
@@ -100,6 +100,7 @@ def test_a_customer_adds_an_endpoint_recovers_a_failed_delivery_and_rotates_the_
     assert "An order was placed." in option.inner_text()
     option.locator("summary").click()
     assert '"required"' in option.locator("details").inner_text()  # its schema, and examples
+    shoot(page, "add-endpoint", "portal")
     frame.locator("#endpoint-save").click()
     assert frame.locator("#form-error").inner_text() == \
         "Enter a full URL, such as https://example.com/webhooks."
@@ -109,6 +110,7 @@ def test_a_customer_adds_an_endpoint_recovers_a_failed_delivery_and_rotates_the_
     frame.locator("#endpoint-save").click()
     secret = frame.locator("#secret-value").inner_text()
     assert secret.startswith("whsec_")
+    shoot(page, "secret-shown-once", "portal")
     assert "whsec_YOUR_ENDPOINT_SECRET" in frame.locator(".snippet-python").text_content()
     frame.locator("#secret-done").click()
 
@@ -134,6 +136,7 @@ def test_a_customer_adds_an_endpoint_recovers_a_failed_delivery_and_rotates_the_
     attempt.locator("summary:text-is('Request sent')").click()
     assert attempt.locator("pre.body").inner_text() == first.body.decode()
     assert first.headers["webhook-signature"] in attempt.locator("dl.headers").inner_text()
+    shoot(page, "failed-delivery", "portal")
 
     answer["status"] = 200  # the customer fixes the receiver, then replays
     frame.locator("#replay-delivery").click()
@@ -144,6 +147,8 @@ def test_a_customer_adds_an_endpoint_recovers_a_failed_delivery_and_rotates_the_
 
     # Rotating with no grace: the old secret stops signing at once.
     frame.locator("main button.back").click()
+    frame.locator("#rotate-secret").wait_for()
+    shoot(page, "endpoint", "portal")
     frame.locator("#rotate-secret").click()
     frame.locator("#rotate-grace").select_option("0")
     frame.locator("#rotate-confirm").click()
@@ -320,4 +325,58 @@ def test_the_theme_comes_from_the_address(browser, service_url, operator_token, 
     assert portal.evaluate("document.documentElement.dataset.theme") == "dark"
     assert not frame.locator("#portal-header").is_visible()
     assert "#token=" not in portal.url  # the token left the address once read
+    assert console.errors == []
+
+
+def test_a_filter_is_written_tested_against_a_catalog_example_and_saved(
+        browser, service_url, operator_token, host, shop, seed, receiver):
+    session = mint(service_url, operator_token, shop)
+    _, frame, console = embedded(browser, host, session["url"])
+    frame.locator("main h1:text-is('Endpoints')").wait_for()
+    frame.locator("#add-endpoint").click()
+    frame.locator("#endpoint-url").fill(receiver.url)
+    frame.locator("#endpoint-name").fill("Big orders")
+    frame.locator("input[name=eventType][value='order.created']").check()
+    text, result = frame.locator("#endpoint-filter"), frame.locator("#filter-result")
+    # Other tests of the module may add types to the shared catalog: pick the example by name.
+    frame.locator("#filter-example").select_option(label="order.created")
+    assert json.loads(frame.locator("#filter-example-payload").text_content()) == EXAMPLE
+
+    def tested(filter_text: str) -> str:
+        text.fill(filter_text)
+        frame.locator("#filter-test").click()  # disabled at once while the service answers
+        frame.locator("#filter-test:enabled").wait_for()
+        return result.inner_text()
+
+    assert tested('{"order": ').startswith("The filter is not JSON")
+    assert tested('{"order": {"$gt": 100}}') == \
+        'Not matched: order is 42, which fails {"$gt": 100}'
+    assert "not-matched" in result.get_attribute("class")
+    assert tested('{"order": {"$gtt": 1}}').startswith(
+        "Invalid input: filter.order.$gtt: unknown operator $gtt")
+    assert tested('{"order": {"$gte": 40}, "total": {"$regex": "^9\\\\."}}') == \
+        'Matched: order is 42, which satisfies {"$gte": 40}; total is "9.99", which ' \
+        'satisfies {"$regex": "^9\\\\."}'
+    frame.locator("#filter-example").select_option(label="order.refunded")
+    assert result.is_hidden()
+    assert tested('{"refund": true}') == 'Matched: refund is true, which satisfies ' \
+                                         '{"$eq": true}'
+
+    text.fill('{"order": {"$gte": 40}}')
+    frame.locator("#endpoint-save").click()
+    frame.locator("#secret-done").click()
+    frame.locator("main h1:has-text('Big orders')").wait_for()
+    assert json.loads(frame.locator("#endpoint-filter-shown").inner_text()) == \
+        {"order": {"$gte": 40}}
+    assert frame.locator("#filtered-out").inner_text() == "0 events filtered out so far."
+    (stored,) = seed.column("SELECT filter::text FROM configs WHERE name = 'Big orders'")
+    assert json.loads(stored) == {"order": {"$gte": 40}}
+
+    frame.locator("#edit-endpoint").click()
+    assert json.loads(text.input_value()) == {"order": {"$gte": 40}}
+    text.fill("")  # no filter: every event of its types
+    frame.locator("#endpoint-save").click()
+    frame.locator("main h1:has-text('Big orders')").wait_for()
+    assert frame.locator("#endpoint-filter-shown").count() == 0
+    assert seed.column("SELECT filter FROM configs WHERE name = 'Big orders'") == [None]
     assert console.errors == []
