@@ -11,6 +11,7 @@ peers needs the bench extra (pip install -e '.[dev,bench]'), the others what dev
 `python -m bench ordering --help`: what ordered delivery costs, with its own flags.
 `python -m bench live-page --help`: what one open dashboard page costs, live, with its own
 flags.
+`python -m bench tenants --help`: what 100,000 tenants cost, with its own flags.
 """
 
 from service.patch import patch
@@ -171,6 +172,9 @@ def main() -> int:
     if sys.argv[1:2] == ["ordering"]:
         from bench import ordering
         return ordering.main(sys.argv[2:])
+    if sys.argv[1:2] == ["tenants"]:
+        from bench import tenants
+        return tenants.main(sys.argv[2:])
     if sys.argv[1:2] == ["live-page"]:
         from bench import live_page
         return live_page.main(sys.argv[2:])
