@@ -229,11 +229,14 @@ def _build(pg, url: str, size: int, options: argparse.Namespace) -> World:
         world.created["configs"] = _rate(len(configs), seconds)
 
         broadcasts = _broadcasts(world, options.deliveries)
+        wal = _wal(dsn)
         seconds = _calls(api, token, BROADCAST, [
             {"input": {"tenants": uids, "type": EVENT_TYPE, "payload": {"n": n, "text": "x" * 100},
                        "id": f"due-{n}"}} for n, uids in enumerate(broadcasts)])
     world.due = sql(dsn, "SELECT count(*) FROM deliveries WHERE status = 'pending'")[0][0]
     world.created["deliveries"] = _rate(world.due, seconds)
+    world.created["deliveries"]["wal_bytes_per_delivery"] = (
+        round((_wal(dsn) - wal) / world.due) if world.due else None)
     world.created["broadcasts"] = len(broadcasts)
     return world
 
@@ -404,6 +407,7 @@ def _dispatch(world: World, options: argparse.Namespace) -> dict:
     warm-up; the claim statement's time per delivery."""
     sql(world.dsn, "SELECT pg_stat_statements_reset()")
     due = sql(world.dsn, "SELECT count(*) FROM deliveries WHERE status = 'pending'")[0][0]
+    wal = _wal(world.dsn)
     with env.workers(world.dsn, options.workers,
                      WEBHOOKS_DISPATCH_CONCURRENCY=CONCURRENCY) as processes:
         result = env.rate_between(world.dsn, DISPATCH_WHERE, due, timeout=options.timeout,
@@ -414,11 +418,18 @@ def _dispatch(world: World, options: argparse.Namespace) -> dict:
                    " FROM pg_stat_statements WHERE toplevel AND dbid = (SELECT oid FROM"
                    " pg_database WHERE datname = current_database()) AND query LIKE %s",
         (CLAIM,))[0]
+    sent = sql(world.dsn, f"SELECT count(*) FROM deliveries WHERE {DISPATCH_WHERE}")[0][0]
     result.update(tenants=world.size, due=due, workers=options.workers,
+                  wal_bytes_per_delivery=round((_wal(world.dsn) - wal) / sent) if sent else None,
                   claims=int(calls or 0),
                   claim_ms_per_delivery=round(milliseconds / claimed, 4) if claimed else None,
                   claim_ms_per_call=round(milliseconds / calls, 3) if calls else None)
     return result
+
+
+def _wal(dsn: str) -> int:
+    """Return the server's WAL position, in bytes (what it wrote since: the difference)."""
+    return int(sql(dsn, "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")[0][0])
 
 
 def _ratios(results: dict, options: argparse.Namespace) -> dict:
@@ -474,11 +485,13 @@ def table(results: dict) -> str:
                          f"{row['p99_ms']:>8}")
     if "dispatch" in results:
         lines.append(f"\n{'dispatch, 1 worker':<28} {'due':>8} {'per s':>8} "
-                     f"{'claim ms/delivery':>18} {'worker cpu ms/delivery':>23}")
+                     f"{'claim ms/delivery':>18} {'worker cpu ms/delivery':>23} "
+                     f"{'WAL B/delivery':>15}")
         for size, row in results["dispatch"].items():
             lines.append(f"  {int(size):>9,} tenants{'':<9} {row['due']:>8} "
                          f"{row['per_second']:>8} {row['claim_ms_per_delivery']!s:>18} "
-                         f"{row.get('cpu_ms_per_delivery')!s:>23}")
+                         f"{row.get('cpu_ms_per_delivery')!s:>23} "
+                         f"{row['wal_bytes_per_delivery']!s:>15}")
     lines.append("")
     lines.extend(f"{name}: {value}" for name, value in results["ratios"].items())
     lines.append("")
