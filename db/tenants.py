@@ -183,6 +183,13 @@ def by_ids(pool: ConnectionPool, scope: Scope, ids: list[int]) -> dict[int, Tena
         return {row["id"]: as_type(Tenant, row) for row in as_dicts(cursor)}
 
 
+def by_uids(pool: ConnectionPool, scope: Scope, uids: Sequence[str]) -> list[Tenant]:
+    """Return the tenants of `uids` (deleted ones too) that `scope` may see."""
+    with pool.transaction() as cursor:
+        cursor.execute(QUERIES["get_tenants_by_uid"], {**scope.params(), "uids": list(uids)})
+        return [as_type(Tenant, row) for row in as_dicts(cursor)]
+
+
 def resolve(pool: ConnectionPool, scope: Scope, uid: str) -> Tenant:
     """Return the live tenant of `uid` for a change by `scope`; NotFound when it does not
     exist, is deleted, or is another tenant's (which `scope` must not learn exists)."""

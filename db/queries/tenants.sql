@@ -32,6 +32,13 @@ FROM tenants t
 WHERE t.uid = %(uid)s
   AND (%(scope_tenant)s::bigint IS NULL OR t.id = %(scope_tenant)s::bigint)
 
+-- get_tenants_by_uid --
+-- Return the tenants of the given uids (deleted ones too) that the scope may see
+SELECT /* include tenant_columns */
+FROM tenants t
+WHERE t.uid = ANY (%(uids)s::text[])
+  AND (%(scope_tenant)s::bigint IS NULL OR t.id = %(scope_tenant)s::bigint)
+
 -- get_tenants_by_id --
 -- Return the given tenants (deleted ones too) that the scope may see
 SELECT /* include tenant_columns */

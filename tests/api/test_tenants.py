@@ -240,6 +240,25 @@ def test_a_tenant_may_have_at_most_its_limit_of_configs(api):
     assert len(api.data(many, {"inputs": [config_input("three")] * 3})["createConfigs"]) == 3
 
 
+def test_configs_of_many_tenants_are_created_at_once_each_in_its_tenant(api, make):
+    many = """mutation ($inputs: [CreateConfigInput!]!) { createConfigs(inputs: $inputs)
+        { config { name tenant { uid } } } }"""
+    api.data(CREATE_TENANTS, {"inputs": [{"uid": f"m{n}"} for n in range(5)]
+                              + [{"uid": "capped", "limits": {"maxConfigs": 1}}]})
+    inputs = [{**config_input(f"m{n % 5}"), "name": f"c{n}"} for n in range(12)]
+    created = api.data(many, {"inputs": inputs})["createConfigs"]
+    assert [(c["config"]["name"], c["config"]["tenant"]["uid"]) for c in created] == [
+        (f"c{n}", f"m{n % 5}") for n in range(12)]  # in the order given
+    before = make.count("SELECT count(*) FROM configs")
+    assert api.code(many, {"inputs": [config_input("m1"), config_input("capped"),
+                                      config_input("capped")]}) == "BAD_USER_INPUT"
+    api.data(DELETE_TENANT, {"uid": "m4"})
+    assert api.code(many, {"inputs": [config_input("m1"), config_input("m4")]}) == "NOT_FOUND"
+    assert api.code(many, {"inputs": [config_input("m1"), config_input("nobody")]}) \
+        == "NOT_FOUND"
+    assert make.count("SELECT count(*) FROM configs") == before  # none of them
+
+
 def test_tenant_stats_count_each_tenants_own(api):
     for uid in ("a", "b"):
         api.data(CREATE_TENANT, {"input": {"uid": uid}})
