@@ -46,7 +46,7 @@ import requests
 from bench import environment as env
 from bench import history_api
 from bench.scenarios import DISPATCH_WHERE, _percentile
-from db import events, tokens
+from db import events, tenants, tokens
 from db.adhoc import fresh_database, sql
 from db.deliveries import DEFAULT_RULES
 from db.health import RATE_BURST
@@ -60,6 +60,7 @@ BASELINE = 10  # tenants of the comparison database
 EVENT_TYPE = "order.paid"
 BATCH = 1_000  # inputs of one createTenants / createConfigs call, uids of one broadcast
 CALLS_AT_ONCE = 4  # API calls under way at once while creating
+DATABASE_REPEAT = 20  # calls of each API query whose statements are counted and timed
 CONCURRENCY = "50"  # WEBHOOKS_DISPATCH_CONCURRENCY of the worker
 CLAIM = "%claim_counted%"  # how pg_stat_statements' text of the claim statement is found
 CREATE_TENANT = "mutation ($input: CreateTenantInput!) { createTenant(input: $input) { id } }"
@@ -140,6 +141,8 @@ def run(options: argparse.Namespace, progress) -> dict:
     parts = set(options.parts)
     with temporary_postgres(fast_unsafe=options.fast_unsafe) as pg:
         env.statement_stats(pg)
+        sql(pg.dsn, "ALTER SYSTEM SET pg_stat_statements.track_planning = on", autocommit=True)
+        sql(pg.dsn, "SELECT pg_reload_conf()")
         with env.receiver() as url:
             worlds = {}
             for size in (BASELINE, options.tenants):
@@ -151,6 +154,7 @@ def run(options: argparse.Namespace, progress) -> dict:
             if "api" in parts:
                 progress(f"the API at {large.size:,} tenants ...")
                 results["api"] = _api(large, options)
+                results["plans"]["Tenant.stats of the newest 100 tenants"] = _stats_plan(large)
             if "fan-out" in parts:
                 results["fan_out"] = {}
                 for world in (small, large):
@@ -316,6 +320,12 @@ def _api(world: World, options: argparse.Namespace) -> dict:
                 started = time.perf_counter()
                 post(token, query, variables)
                 timings[name].append((time.perf_counter() - started) * 1000)
+        database = {}
+        for name, (token, query, variables) in calls.items():
+            sql(dsn, "SELECT pg_stat_statements_reset()")
+            for _ in range(DATABASE_REPEAT):
+                post(token, query, variables)
+            database[name] = _statements(dsn)
         for label, query, first in (("100 tenants", TENANT_PAGE, 100),
                                     ("100 tenants with stats", TENANT_STATS_PAGE, 100),
                                     ("10 tenants with stats", TENANT_STATS_PAGE, 10)):
@@ -324,21 +334,28 @@ def _api(world: World, options: argparse.Namespace) -> dict:
             statements[label] = _statements(dsn)
     return {"tenants": size, "calls": {
         name: {"p50_ms": round(_percentile(sorted(t), 50), 2),
-               "p99_ms": round(_percentile(sorted(t), 99), 2)} for name, t in timings.items()},
+               "p99_ms": round(_percentile(sorted(t), 99), 2),
+               "statements": database[name]["count"] / DATABASE_REPEAT,
+               "database_ms": round(database[name]["ms"] / DATABASE_REPEAT, 2)}
+        for name, t in timings.items()},
         "statements": statements}
 
 
 def _statements(dsn: str) -> dict:
     """Return the top-level statements run in `dsn` since the last reset (transaction control
-    and the benchmark's own reads left out): how many, and each with its calls."""
-    rows = sql(dsn, "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 100)"
+    and the benchmark's own reads left out): how many, their milliseconds (planning and
+    execution), and each with its calls."""
+    rows = sql(dsn, "SELECT calls, total_exec_time + total_plan_time,"
+                    " left(regexp_replace(query, '\\s+', ' ', 'g'), 100)"
                     " FROM pg_stat_statements"
                     " WHERE dbid = (SELECT oid FROM pg_database WHERE datname ="
                     " current_database()) AND toplevel"
                     " AND query !~* '^(BEGIN|COMMIT|ROLLBACK|SET|SHOW)'"
                     " AND query NOT LIKE '%%pg_stat_statements%%' ORDER BY calls DESC")
-    return {"count": sum(calls for calls, _ in rows),
-            "each": [{"calls": calls, "query": text} for calls, text in rows]}
+    return {"count": sum(calls for calls, _, _ in rows),
+            "ms": sum(ms for _, ms, _ in rows),
+            "each": [{"calls": calls, "ms": round(ms, 3), "query": text}
+                     for calls, ms, text in rows]}
 
 
 def _fan_out(world: World, options: argparse.Namespace) -> tuple[dict, str]:
@@ -366,6 +383,14 @@ def _fan_out(world: World, options: argparse.Namespace) -> tuple[dict, str]:
             "p50_ms": round(statistics.median(times), 2),
             "p99_ms": round(_percentile(times, 99), 2),
             "mean_ms": round(statistics.fmean(times), 2)}, plans
+
+
+def _stats_plan(world: World) -> str:
+    """The plans of the statement that reads the stats of the first page of 100 tenants."""
+    ids = [id for (id,) in sql(world.dsn, "SELECT id FROM tenants"
+                                          " ORDER BY created_at DESC, id DESC LIMIT 100")]
+    return _explained(world.dsn, lambda cursor: cursor.execute(
+        QUERIES["tenant_stats"], {"ids": ids, "bound": tenants.STATS_BOUND}))
 
 
 def _claim_plan(world: World) -> str:
@@ -473,9 +498,10 @@ def table(results: dict) -> str:
             f"{results['created'][s][key]['per_second']!s:>12}" for s in sizes))
     if "api" in results:
         lines.append(f"\nAPI at {results['api']['tenants']:,} tenants{'':<22} {'p50 ms':>8} "
-                     f"{'p99 ms':>8}")
+                     f"{'p99 ms':>8} {'statements':>10} {'database ms':>11}")
         for name, row in results["api"]["calls"].items():
-            lines.append(f"  {name:<44} {row['p50_ms']:>8} {row['p99_ms']:>8}")
+            lines.append(f"  {name:<44} {row['p50_ms']:>8} {row['p99_ms']:>8} "
+                         f"{row['statements']:>10} {row['database_ms']:>11}")
         lines.append("statements of one call (top level): " + ", ".join(
             f"{label} {row['count']}" for label, row in results["api"]["statements"].items()))
     if "fan_out" in results:
