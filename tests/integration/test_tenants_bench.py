@@ -24,7 +24,7 @@ def test_the_tenants_benchmark_measures_every_part_and_reports(tmp_path):
     for created in report["created"].values():
         for kind in ("tenant_one_at_a_time", "tenants_at_once", "configs", "deliveries"):
             assert created[kind]["per_second"] > 0, kind
-    assert report["created"]["60"]["configs"]["count"] == 119  # 1 + n % 3 each
+    assert report["created"]["60"]["configs"]["count"] == 120  # 1 + n % 3 each
     assert all(call["p99_ms"] > 0 for call in report["api"]["calls"].values())
     assert report["ratios"]["stats_statements_100"] == 1  # one statement for the whole page
     assert set(report["fan_out"]) == set(report["dispatch"]) == {"10", "60"}
