@@ -15,7 +15,9 @@ Statements that must not run in a transaction (`CREATE INDEX CONCURRENTLY`, whic
 index on a busy table without blocking its writes) go after a line `-- concurrently --`: they
 run one by one, outside the transaction, after it commits and before the migration is
 recorded. Both parts must then be idempotent (`IF NOT EXISTS`): a run interrupted between
-them starts the migration again. An index whose concurrent build was interrupted is left
+them starts the migration again, and so, through a pooler, may another run while the first
+builds the indexes outside the lock (the run that records the migration is the one that
+applied it). An index whose concurrent build was interrupted is left
 behind INVALID, which `IF NOT EXISTS` would take for done: it is dropped and built again
 (`db/indexes.py`). At the end of every run, any other invalid index on the service's tables
 is rebuilt, and what interrupted concurrent rebuilds left behind is dropped.
@@ -159,9 +161,14 @@ class _Run:
                     cursor.execute("BEGIN")
                 cursor.execute(QUERIES["record_migration"],
                                {"version": migration.version, "name": migration.name})
+                recorded = cursor.fetchone() is not None
                 cursor.execute("COMMIT")
-                return True
-            except psycopg2.errors.LockNotAvailable as error:
+                return recorded
+            except (psycopg2.errors.LockNotAvailable, psycopg2.errors.DeadlockDetected) as error:
+                # Through a pooler, another run may apply this migration's transaction again
+                # while this one builds its indexes concurrently outside the lock: its ALTER
+                # waits for the build, which waits for its transaction; PostgreSQL ends one of
+                # the two, and that one starts the migration again, as after a busy table.
                 cursor.execute("ROLLBACK")
                 if attempt == LOCK_TRIES:
                     raise DatabaseUnavailable(

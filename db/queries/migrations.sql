@@ -11,9 +11,10 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = %(version)s)
 
 -- record_migration --
--- Record a migration as applied (once, whoever records it first)
+-- Record a migration as applied (once, whoever records it first); return its version if this call recorded it
 INSERT INTO schema_migrations (version, name) VALUES (%(version)s, %(name)s)
 ON CONFLICT (version) DO NOTHING
+RETURNING version
 
 -- limit_lock_waits --
 -- Make each lock the current transaction waits for give way after the timeout

@@ -79,3 +79,5 @@ def test_the_python_snippet_verifies_a_signed_request_and_refuses_a_forged_one()
     forged = signed_headers([SECRET_PREFIX + "b3RoZXItc2VjcmV0LW9mLTI0LWJ5dGVzIQ=="], "msg_1",
                             int(time.time()), body)
     assert receiver.post("/webhooks", data=body, headers=forged).status_code == 400
+    stale = signed_headers([SECRET], "msg_2", int(time.time()) - 3600, body)
+    assert receiver.post("/webhooks", data=body, headers=stale).status_code == 400

@@ -191,8 +191,9 @@ def redrawn(page, action) -> None:
     }""")
 
 
-def shoot(page, name: str) -> None:
-    """Save a screenshot as docs/dashboard/NAME.png when WEBHOOKS_SCREENSHOTS=1."""
+def shoot(page, name: str, folder: str = "dashboard") -> None:
+    """Save a screenshot as docs/FOLDER/NAME.png when WEBHOOKS_SCREENSHOTS=1."""
     if os.environ.get("WEBHOOKS_SCREENSHOTS") == "1":
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+        target = SCREENSHOTS.parent / folder
+        target.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(target / f"{name}.png"), full_page=True)

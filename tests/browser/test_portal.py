@@ -16,7 +16,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from db import catalog, health, tenants
 from db.scope import PLATFORM
 from service.local.ports import reserve_port
-from tests.browser.conftest import UNCLAIMED, WAIT_MS, open_page
+from tests.browser.conftest import UNCLAIMED, WAIT_MS, open_page, shoot
 from tests.browser.embedding import HostPage
 from tests.helpers import wait_until
 from tests.receivers import Reply
@@ -100,6 +100,7 @@ def test_a_customer_adds_an_endpoint_recovers_a_failed_delivery_and_rotates_the_
     assert "An order was placed." in option.inner_text()
     option.locator("summary").click()
     assert '"required"' in option.locator("details").inner_text()  # its schema, and examples
+    shoot(page, "add-endpoint", "portal")
     frame.locator("#endpoint-save").click()
     assert frame.locator("#form-error").inner_text() == \
         "Enter a full URL, such as https://example.com/webhooks."
@@ -109,6 +110,7 @@ def test_a_customer_adds_an_endpoint_recovers_a_failed_delivery_and_rotates_the_
     frame.locator("#endpoint-save").click()
     secret = frame.locator("#secret-value").inner_text()
     assert secret.startswith("whsec_")
+    shoot(page, "secret-shown-once", "portal")
     assert "whsec_YOUR_ENDPOINT_SECRET" in frame.locator(".snippet-python").text_content()
     frame.locator("#secret-done").click()
 
@@ -134,6 +136,7 @@ def test_a_customer_adds_an_endpoint_recovers_a_failed_delivery_and_rotates_the_
     attempt.locator("summary:text-is('Request sent')").click()
     assert attempt.locator("pre.body").inner_text() == first.body.decode()
     assert first.headers["webhook-signature"] in attempt.locator("dl.headers").inner_text()
+    shoot(page, "failed-delivery", "portal")
 
     answer["status"] = 200  # the customer fixes the receiver, then replays
     frame.locator("#replay-delivery").click()
@@ -144,6 +147,8 @@ def test_a_customer_adds_an_endpoint_recovers_a_failed_delivery_and_rotates_the_
 
     # Rotating with no grace: the old secret stops signing at once.
     frame.locator("main button.back").click()
+    frame.locator("#rotate-secret").wait_for()
+    shoot(page, "endpoint", "portal")
     frame.locator("#rotate-secret").click()
     frame.locator("#rotate-grace").select_option("0")
     frame.locator("#rotate-confirm").click()
