@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from db import tenants
-from db.errors import NotFound
+from db.errors import InvalidInput, NotFound
 from db.scope import DEFAULT_TENANT_UID, Scope
 from db.tenants import Tenant
 from graphql_schema import arguments
@@ -32,10 +32,18 @@ def named(info: Info, uid: str | None, argument: str = "tenant") -> Tenant | Non
 def look_up(info: Info, uids: Iterable[str | None]) -> None:
     """Look up at once the tenants `uids` name that this request has not seen (one statement
     for a thousand configs created at once, not one a tenant); `named` then finds them."""
-    wanted = {uid for uid in uids if isinstance(uid, str)} - info.context.tenants_named.keys()
+    wanted = {uid for uid in uids if _sendable(uid)} - info.context.tenants_named.keys()
     if wanted:
         for tenant in tenants.by_uids(info.context.pool, info.context.scope, sorted(wanted)):
             _seen(info, tenant)
+
+
+def _sendable(uid: str | None) -> bool:
+    """Say whether `uid` can be looked up (a uid it refuses, `named` refuses in words)."""
+    try:
+        return arguments.text(uid, "tenant") is not None
+    except InvalidInput:
+        return False
 
 
 def _seen(info: Info, tenant: Tenant) -> None:

@@ -256,6 +256,8 @@ def test_configs_of_many_tenants_are_created_at_once_each_in_its_tenant(api, mak
     assert api.code(many, {"inputs": [config_input("m1"), config_input("m4")]}) == "NOT_FOUND"
     assert api.code(many, {"inputs": [config_input("m1"), config_input("nobody")]}) \
         == "NOT_FOUND"
+    refused = api.error(many, {"inputs": [config_input("m1"), config_input("bad\x00uid")]})
+    assert refused["message"] == "config 2: tenant: must not contain NUL characters"
     assert make.count("SELECT count(*) FROM configs") == before  # none of them
 
 
