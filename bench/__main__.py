@@ -11,6 +11,12 @@ peers needs the bench extra (pip install -e '.[dev,bench]'), the others what dev
 `python -m bench ordering --help`: what ordered delivery costs, with its own flags.
 `python -m bench live-page --help`: what one open dashboard page costs, live, with its own
 flags.
+`python -m bench catalog --help`: what schemas, wildcard subscriptions and config filters
+cost, with its own flags.
+`python -m bench announcements --help`: what operational events cost the record, and the
+relay's rate, with its own flags.
+`python -m bench tenant-upgrade --help`: how long the upgrade to tenants holds up dispatch,
+publishes and reads, table by table, with its own flags.
 `python -m bench tenants --help`: what 100,000 tenants cost, with its own flags.
 """
 
@@ -172,12 +178,21 @@ def main() -> int:
     if sys.argv[1:2] == ["ordering"]:
         from bench import ordering
         return ordering.main(sys.argv[2:])
+    if sys.argv[1:2] == ["tenant-upgrade"]:
+        from bench import tenant_upgrade
+        return tenant_upgrade.main(sys.argv[2:])
+    if sys.argv[1:2] == ["announcements"]:
+        from bench import announcements
+        return announcements.main(sys.argv[2:])
     if sys.argv[1:2] == ["tenants"]:
         from bench import tenants
         return tenants.main(sys.argv[2:])
     if sys.argv[1:2] == ["live-page"]:
         from bench import live_page
         return live_page.main(sys.argv[2:])
+    if sys.argv[1:2] == ["catalog"]:
+        from bench import catalog
+        return catalog.main(sys.argv[2:])
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenarios", nargs="*", default=["all"],

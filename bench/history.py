@@ -55,7 +55,7 @@ TARGETS = (
 def run(options: argparse.Namespace, progress) -> dict:
     results: dict = {"options": vars(options), "machine": machine()}
     with temporary_postgres(fast_unsafe=options.fast_unsafe) as pg:
-        _tune(pg)
+        tune(pg)
         with env.receiver() as url:
             empty = fresh_database(pg.dsn, "history_empty")
             dsn = fresh_database(pg.dsn, "history")
@@ -94,7 +94,7 @@ def run(options: argparse.Namespace, progress) -> dict:
     return results
 
 
-def _tune(pg) -> None:
+def tune(pg) -> None:
     """Apply the PostgreSQL settings docs/operations.md recommends for this size, restart."""
     for setting, value in (("shared_buffers", "1GB"), ("max_wal_size", "8GB"),
                            ("checkpoint_timeout", "15min"), ("work_mem", "16MB"),

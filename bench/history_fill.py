@@ -9,7 +9,8 @@ succeeded deliveries took 1 to 4 attempts, failed ones 10, cancelled ones 2; pen
 recent and due later (the dispatcher leaves them alone during the measurements).
 
 Secondary indexes and the foreign and unique keys are dropped during the load and rebuilt
-after it (as a restore would), then the tables are vacuumed and analysed.
+after it (as a restore would), then the tables are vacuumed and analysed. A database of the
+release before tenants (no tenant columns) is filled the same way, without them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import psycopg2
+
+from db.scope import DEFAULT_TENANT_ID
 
 SUCCEEDED_DAYS = 30  # the default retention of succeeded deliveries
 FINISHED_DAYS = 90  # the default retention of failed and cancelled deliveries
@@ -68,18 +71,18 @@ rows AS (
     FROM shaped
 ),
 new_events AS (
-    INSERT INTO events (tenant_id, id, type, payload, occurred_at, source, created_at)
-    SELECT 1, %(prefix)s || (g / 2), 'type.' || ((g / 2) %% %(event_types)s),
+    INSERT INTO events ({tenant_column}id, type, payload, occurred_at, source, created_at)
+    SELECT {tenant}%(prefix)s || (g / 2), 'type.' || ((g / 2) %% %(event_types)s),
            json_build_object('id', g / 2, 'amount', (g / 2) %% 10000, 'currency', 'EUR',
                              'note', repeat('x', 100)),
            created_at, 'kafka', created_at
     FROM rows WHERE g %% 2 = 0
 )
-INSERT INTO deliveries (tenant_id, id, event_id, config_id, event_type, status, attempt_count,
+INSERT INTO deliveries ({tenant_column}id, event_id, config_id, event_type, status, attempt_count,
                         generation_started_at, next_attempt_at, last_status_code, last_error,
                         created_at, updated_at)
 OVERRIDING SYSTEM VALUE
-SELECT 1, %(base)s + g + 1, %(prefix)s || (g / 2), 'history-' || config,
+SELECT {tenant}%(base)s + g + 1, %(prefix)s || (g / 2), 'history-' || config,
        'type.' || ((g / 2) %% %(event_types)s),
        status, attempts, created_at,
        CASE WHEN status = 'pending' THEN now() + make_interval(hours => (1 + h %% 6)::int) END,
@@ -91,16 +94,16 @@ FROM rows
 """
 
 _ATTEMPTS = """
-INSERT INTO delivery_attempts (tenant_id, delivery_id, attempt_number, replay_generation, endpoint,
-                               outcome, status_code, duration_ms, response_excerpt, error,
-                               created_at)
-SELECT 1, d.id, k, 0, 'https://hooks.example.com/' || d.config_id,
+INSERT INTO delivery_attempts ({tenant_column}delivery_id, attempt_number, replay_generation,
+                               endpoint, outcome, status_code, duration_ms, response_excerpt,
+                               error, created_at)
+SELECT {tenant}d.id, k, 0, 'https://hooks.example.com/' || d.config_id,
        CASE WHEN d.status = 'succeeded' AND k = d.attempt_count THEN 'success'
             WHEN (d.id + k) %% 3 = 0 THEN 'timeout' ELSE 'http_error' END,
        CASE WHEN d.status = 'succeeded' AND k = d.attempt_count THEN 200
             WHEN (d.id + k) %% 3 = 0 THEN 0 ELSE 503 END,
        20 + (d.id * 7 + k) %% 400,
-       CASE WHEN d.status = 'succeeded' AND k = d.attempt_count THEN '{"ok":true}'
+       CASE WHEN d.status = 'succeeded' AND k = d.attempt_count THEN '{{"ok":true}}'
             WHEN (d.id + k) %% 3 = 0 THEN NULL ELSE 'Service Unavailable' END,
        CASE WHEN d.status <> 'succeeded' AND (d.id + k) %% 3 = 0
             THEN 'timed out after 30s' END,
@@ -140,11 +143,13 @@ def fill(dsn: str, total: int, *, progress: Callable[[str], None],
     try:
         with conn.cursor() as cursor:
             cursor.execute("SET maintenance_work_mem = '1GB'")
+            tenant = _tenant_parts(cursor)
             cursor.execute(
-                "INSERT INTO configs (tenant_id, id, name, endpoint, secret, event_types)"
-                " SELECT 1, 'history-' || c, 'history ' || c, 'https://hooks.example.com/' || c,"
-                " 'whsec_history', ARRAY(SELECT 'type.' || t FROM generate_series(0, %s) t)"
-                " FROM generate_series(0, %s) c ON CONFLICT DO NOTHING",
+                "INSERT INTO configs ({tenant_column}id, name, endpoint, secret, event_types)"
+                " SELECT {tenant}'history-' || c, 'history ' || c,"
+                " 'https://hooks.example.com/' || c, 'whsec_history',"
+                " ARRAY(SELECT 'type.' || t FROM generate_series(0, %s) t)"
+                " FROM generate_series(0, %s) c ON CONFLICT DO NOTHING".format(**tenant),
                 (EVENT_TYPES - 1, CONFIGS - 1))
             dropped = _drop_keys_and_indexes(cursor)
             cursor.execute("SELECT coalesce(max(id), 0) FROM deliveries")
@@ -154,8 +159,10 @@ def fill(dsn: str, total: int, *, progress: Callable[[str], None],
             attempts = 0
             for low in range(0, total, chunk):
                 high = min(total, low + chunk)
-                cursor.execute(_DELIVERIES, {**_parameters(plan, low, high), "base": base})
-                cursor.execute(_ATTEMPTS, {"low": low, "high": high, "base": base})
+                cursor.execute(_DELIVERIES.format(**tenant),
+                               {**_parameters(plan, low, high), "base": base})
+                cursor.execute(_ATTEMPTS.format(**tenant),
+                               {"low": low, "high": high, "base": base})
                 attempts += cursor.rowcount
                 elapsed = time.monotonic() - started
                 progress(f"  {high:>12,} deliveries {attempts:>12,} attempts  "
@@ -174,6 +181,17 @@ def fill(dsn: str, total: int, *, progress: Callable[[str], None],
     return {"deliveries": total, "attempts": attempts, "load_seconds": round(loaded, 1),
             "index_seconds": round(indexed, 1),
             "seconds": round(time.monotonic() - started, 1)}
+
+
+def _tenant_parts(cursor) -> dict[str, str]:
+    """Return what the statements write of the tenant: the default tenant's id where the
+    tables have a tenant column, nothing in a database of the release before tenants."""
+    cursor.execute("SELECT EXISTS (SELECT FROM information_schema.columns"
+                   " WHERE table_schema = current_schema() AND table_name = 'configs'"
+                   " AND column_name = 'tenant_id')")
+    if cursor.fetchone()[0]:
+        return {"tenant_column": "tenant_id, ", "tenant": f"{DEFAULT_TENANT_ID}, "}
+    return {"tenant_column": "", "tenant": ""}
 
 
 def _parameters(plan: Plan, low: int, high: int) -> dict:

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from db import catalog, health
+from db import catalog, event_filter, health
 from db.errors import InvalidInput, NotFound
 from db.pool import ConnectionPool
 from db.rows import as_dict, as_dicts
@@ -50,6 +50,7 @@ class Config:
     previous_secrets_expire_at: list[datetime] = field(default_factory=list)  # newest first
     ordering: Ordering = Ordering.UNORDERED
     block_on_failure: bool = True  # ordered: a failed delivery holds its key
+    filter: Any = None  # the events it receives must match it (docs/filters.md); None: all
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Config:
@@ -124,6 +125,12 @@ def check_event_types(event_types: Sequence[str]) -> list[str]:
     return cleaned
 
 
+def filter_text(given: Any) -> str | None:
+    """Return a filter's checked JSON text (None for no filter); InvalidInput names the place
+    in it that is wrong."""
+    return None if given is None else event_filter.check(given).text
+
+
 @dataclass(frozen=True)
 class NewConfig:
     """What a config is created with: checked when it is created; a secret is minted when none
@@ -140,6 +147,7 @@ class NewConfig:
     rate_per_second: float | None = None
     ordering: Ordering = Ordering.UNORDERED
     block_on_failure: bool = True
+    filter: Any = None  # as given (JSON); None: no filter
 
     def row(self) -> dict[str, Any]:
         """Return the checked values of the config's row, its secret minted if none is given."""
@@ -154,6 +162,7 @@ class NewConfig:
             "ordering": Ordering(self.ordering).value,
             "block_on_failure": self.block_on_failure,
             "tenant_id": self.tenant_id,
+            "filter": filter_text(self.filter),
         }
         health.check_max_in_flight(self.max_in_flight)
         health.check_rate(self.rate_per_second)
@@ -205,7 +214,8 @@ def create_many(pool: ConnectionPool, new: Sequence[NewConfig]) -> list[tuple[Co
             "actives": [row["active"] for row in rows],
             "orderings": [row["ordering"] for row in rows],
             "blocks_on_failure": [row["block_on_failure"] for row in rows],
-            "tenant_ids": [row["tenant_id"] for row in rows]})
+            "tenant_ids": [row["tenant_id"] for row in rows],
+            "filters": [row["filter"] for row in rows]})
         inserted = {row["id"]: Config.from_row(row) for row in as_dicts(cursor)}
         if len(inserted) < len(rows):
             raise NotFound("tenant not found")
@@ -346,10 +356,14 @@ def update(
     rate_per_second: float | None = health.KEEP,
     ordering: Ordering | None = None,
     block_on_failure: bool | None = None,
+    filter: Any = None,
+    set_filter: bool = False,
 ) -> Config:
-    """Change the endpoint, event types, name, cap, rate, ordering or failure policy of a
-    config (a cap or rate of `health.KEEP` stays, None clears it; None keeps the others);
-    later attempts use them. Switched to unordered, its waiting deliveries become due."""
+    """Change the endpoint, event types, name, cap, rate, ordering, failure policy or filter
+    of a config (a cap or rate of `health.KEEP` stays, None clears it; a name or filter
+    changes only with `set_name`/`set_filter`, None clearing it; None keeps the others);
+    later attempts use them, later events meet the new filter. Switched to unordered, its
+    waiting deliveries become due."""
     params = {
         **scope.params(),
         "id": id,
@@ -359,6 +373,8 @@ def update(
         "set_name": set_name,
         "ordering": None if ordering is None else Ordering(ordering).value,
         "block_on_failure": block_on_failure,
+        "filter": filter_text(filter) if set_filter else None,
+        "set_filter": set_filter,
     }
     with pool.transaction() as cursor:
         if ordering is not None or block_on_failure is not None:

@@ -84,6 +84,9 @@ class AttemptResult:
     sent_at: datetime | None = None  # when the request went out, on the database's clock
     # The headers the request carried, but those every request carries alike (None: unknown)
     request_headers: Mapping[str, str] | None = None
+    # It failed for good because its generation's budget (attempts or time) ran out: announced
+    # to the operational tenant as `delivery.exhausted`
+    exhausted: bool = False
 
 
 @dataclass(frozen=True)
@@ -217,6 +220,7 @@ def _record_params(results: Sequence[AttemptResult], rules: HealthRules, *,
         "request_headers": [None if r.request_headers is None
                             else json.dumps(r.request_headers, separators=(",", ":"))
                             for r in results],
+        "exhausted": [r.exhausted for r in results],
         "gone": list(gone),
         **rules.params(),
     }

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from db import catalog
+from db import catalog, config_filters
 from db.catalog import subscription_patterns
 from db.errors import InvalidInput, RateLimited
 from db.event_keys import given_ordering_key
@@ -52,6 +52,9 @@ class NewEvent:
 class IngestCounts:
     events_created: int
     deliveries_created: int
+    filtered_out: int = 0  # pairs of a new event and a config whose filter rejected it
+    # the position (from 1) of the event of each pair a filter rejected, stored before or not
+    rejected_positions: tuple[int, ...] = ()
 
 
 def encode_payload(payload: Any) -> str:
@@ -101,21 +104,24 @@ def _is_unicode(text: str) -> bool:
 
 
 def ingest(cursor: Any, events: Sequence[NewEvent], *, source: str) -> IngestCounts:
-    """Store `events` and their deliveries within the caller's transaction."""
+    """Store `events` and their deliveries within the caller's transaction: one per active
+    subscribed config of the event's tenant whose filter, if it has one, lets it through."""
     if not events:
         return IngestCounts(0, 0)
     unresolved = [e.id for e in events if e.tenant_id == UNRESOLVED_TENANT]
     if unresolved:
         raise ValueError(f"events whose tenant was not looked up: {unresolved[:5]}")
+    patterns = sorted({pattern for e in events for pattern in subscription_patterns(e.type)})
+    rejected = config_filters.rejections(cursor, events, patterns)
     cursor.execute(
         QUERIES["ingest_events"],
         {
+            **rejected.params(),
             "ids": [e.id for e in events],
             "tenant_ids": [e.tenant_id for e in events],
             "batch_tenants": sorted({e.tenant_id for e in events}),
             "types": [e.type for e in events],
-            "patterns": sorted({pattern for e in events
-                                for pattern in subscription_patterns(e.type)}),
+            "patterns": patterns,
             "schema_versions": [e.schema_version for e in events],
             "payloads": [e.payload for e in events],
             "occurred_at": [e.occurred_at for e in events],
@@ -126,7 +132,7 @@ def ingest(cursor: Any, events: Sequence[NewEvent], *, source: str) -> IngestCou
             "source": source,
         },
     )
-    return as_type(IngestCounts, as_dict(cursor))
+    return as_type(IngestCounts, as_dict(cursor), rejected_positions=tuple(rejected.positions))
 
 
 @dataclass(frozen=True)
@@ -170,6 +176,7 @@ class Published:
 
     delivery_ids: list[int]
     duplicate: bool
+    filtered_out: int = 0  # its tenant's configs whose filter rejected it (none if duplicate)
 
 
 @dataclass(frozen=True)
@@ -226,20 +233,29 @@ def publish_all(pool: ConnectionPool, events: Sequence[NewEvent], *,
 
     All or nothing: when a tenant's rate cannot take its new event now, nothing is stored and
     RateLimited says when the call would fit."""
-    published = []
     with pool.transaction() as cursor:
-        events, refused = check_against_catalog(cursor, events, strict=strict)
-        if refused:
-            raise InvalidInput(refused[0].reason)
-        waiting = take_publish_slots(cursor, events)
-        if waiting:
-            raise refusal(waiting)
-        ingest(cursor, events, source=source)
-        for event in events:
-            cursor.execute(QUERIES["deliveries_of_event"],
-                           {"tenant_id": event.tenant_id, "event_id": event.id})
-            ids = [row[0] for row in cursor.fetchall()]
-            cursor.execute(QUERIES["event_created_now"],
-                           {"tenant_id": event.tenant_id, "event_id": event.id})
-            published.append(Published(ids, duplicate=not cursor.fetchone()[0]))
+        return publish_in(cursor, events, source=source, strict=strict)
+
+
+def publish_in(cursor: Any, events: Sequence[NewEvent], *, source: str,
+               strict: bool) -> list[Published]:
+    """Publish as `publish_all` does, within the caller's transaction (which the errors of
+    `publish_all` must then roll back)."""
+    events, refused = check_against_catalog(cursor, events, strict=strict)
+    if refused:
+        raise InvalidInput(refused[0].reason)
+    waiting = take_publish_slots(cursor, events)
+    if waiting:
+        raise refusal(waiting)
+    counts = ingest(cursor, events, source=source)
+    published = []
+    for position, event in enumerate(events, start=1):
+        cursor.execute(QUERIES["deliveries_of_event"],
+                       {"tenant_id": event.tenant_id, "event_id": event.id})
+        ids = [row[0] for row in cursor.fetchall()]
+        cursor.execute(QUERIES["event_created_now"],
+                       {"tenant_id": event.tenant_id, "event_id": event.id})
+        duplicate = not cursor.fetchone()[0]
+        published.append(Published(ids, duplicate=duplicate, filtered_out=0 if duplicate
+                                   else counts.rejected_positions.count(position)))
     return published

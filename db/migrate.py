@@ -9,7 +9,15 @@ migration is still to do.
 
 A migration that alters a busy table waits for its lock at most LOCK_TIMEOUT, then gives
 way and tries again: queued behind a long reader, it would otherwise hold up every claim,
-record and ingest queued behind it, stalling the running service.
+record and ingest queued behind it, stalling the running service. The timeout is shorter
+than PostgreSQL's deadlock timeout (1 s by default), so that when a migration holding one
+table's lock waits for another's held by a transaction of the service that waits for the
+first, the migration gives way before either is chosen to fail; a deadlock reported all the
+same (a server whose deadlock timeout is shorter) makes it give way too. An autovacuum in the
+way (it holds a lock that conflicts with any schema change, for minutes on a large table)
+is cancelled by PostgreSQL only for a lock waited for longer than the deadlock timeout: when
+a try gave way while one runs, the next waits that long, a pause of about a second for the
+statements queued behind it, instead of giving way to the autovacuum until the tries run out.
 
 Statements that must not run in a transaction (`CREATE INDEX CONCURRENTLY`, which builds an
 index on a busy table without blocking its writes) go after a line `-- concurrently --`: they
@@ -39,9 +47,9 @@ from db.pool import Pooler, connect
 from db.sql import QUERIES
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-LOCK_TIMEOUT = "5s"  # longest wait for a table lock within one try of a migration
+LOCK_TIMEOUT = "200ms"  # longest wait for a table lock within one try of a migration
 LOCK_POLL = 0.2  # seconds between tries of the migration lock held by another run
-LOCK_TRIES = 12  # tries of one migration before giving up (about a minute and a half)
+LOCK_TRIES = 60  # tries of one migration before giving up (about two minutes)
 _FILE_NAME = re.compile(r"^(\d{4})_(\w+)\.sql$")
 CONCURRENTLY = "-- concurrently --"  # the line after which statements run outside a transaction
 
@@ -81,19 +89,25 @@ def migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
 
 
 def migrate(dsn: str, *, report: Callable[[str], None] = lambda _: None,
-            pooler: Pooler = Pooler.AUTO) -> list[Migration]:
-    """Apply every pending migration, then rebuild any invalid index; return the migrations
-    this call applied."""
+            pooler: Pooler = Pooler.AUTO, up_to: int | None = None,
+            directory: Path = MIGRATIONS_DIR, lock_timeout: str | None = None) -> list[Migration]:
+    """Apply every pending migration of `directory` (those numbered up to `up_to` only, when
+    given: a database as an older release left it), then rebuild any invalid index; return
+    the migrations this call applied. `lock_timeout` replaces LOCK_TIMEOUT (a benchmark
+    compares them)."""
     conn = connect(dsn, autocommit=True, application_name="webhooks-migrate", pooler=pooler)
     applied: list[Migration] = []
     try:
         with translated(), conn.cursor() as cursor:
-            run = _Run(cursor, per_transaction=conn.pooled)
+            run = _Run(cursor, per_transaction=conn.pooled,
+                       lock_timeout=lock_timeout or LOCK_TIMEOUT)
             run.lock_session()
             run.begin()
             cursor.execute(QUERIES["create_migrations_table"])
             cursor.execute("COMMIT")
-            for migration in migrations():
+            for migration in migrations(directory):
+                if up_to is not None and migration.version > up_to:
+                    break
                 if run.apply(migration, report):
                     applied.append(migration)
             rebuild_invalid(cursor, report)
@@ -107,9 +121,10 @@ class _Run:
     """One run's transactions on one autocommit cursor, under the migration lock: the
     session's for the whole run, or each transaction's (`per_transaction`)."""
 
-    def __init__(self, cursor, *, per_transaction: bool) -> None:
+    def __init__(self, cursor, *, per_transaction: bool, lock_timeout: str) -> None:
         self.cursor = cursor
         self.per_transaction = per_transaction
+        self.lock_timeout = lock_timeout
 
     def lock_session(self) -> None:
         """Take the session's lock, polling: a run blocked inside `pg_advisory_lock` would
@@ -142,6 +157,7 @@ class _Run:
         """Run one migration in its own transaction unless it is recorded already, giving way
         to busy tables between tries; return True if this run applied it."""
         cursor = self.cursor
+        timeout = self.lock_timeout
         for attempt in range(1, LOCK_TRIES + 1):
             self.begin()
             try:
@@ -151,7 +167,7 @@ class _Run:
                     return False
                 if attempt == 1:
                     report(f"applying {migration.path.name}")
-                cursor.execute(QUERIES["limit_lock_waits"], {"timeout": LOCK_TIMEOUT})
+                cursor.execute(QUERIES["limit_lock_waits"], {"timeout": timeout})
                 cursor.execute(migration.sql())
                 if migration.concurrent_statements():
                     cursor.execute("COMMIT")
@@ -165,20 +181,32 @@ class _Run:
                 cursor.execute("COMMIT")
                 return recorded
             except (psycopg2.errors.LockNotAvailable, psycopg2.errors.DeadlockDetected) as error:
-                # Through a pooler, another run may apply this migration's transaction again
-                # while this one builds its indexes concurrently outside the lock: its ALTER
-                # waits for the build, which waits for its transaction; PostgreSQL ends one of
-                # the two, and that one starts the migration again, as after a busy table.
+                # A busy table; or a deadlock: with a transaction of the service, on a server
+                # whose deadlock timeout is shorter than the lock timeout, or, through a pooler,
+                # with another run that applies this migration's transaction again while this
+                # one builds its indexes concurrently outside the lock (its ALTER waits for the
+                # build, which waits for its transaction). Either way, start it again.
                 cursor.execute("ROLLBACK")
                 if attempt == LOCK_TRIES:
                     raise DatabaseUnavailable(
                         f"{migration.path.name}: a table it alters stayed locked through "
-                        f"{LOCK_TRIES} tries of {LOCK_TIMEOUT}; find the long transaction "
+                        f"{LOCK_TRIES} tries of {self.lock_timeout}; find the long transaction "
                         "(pg_stat_activity) and run `webhooks migrate` again") from error
+                timeout, why = self._next_timeout()
                 report(f"  {migration.path.name}: a table is busy "
-                       f"({error.diag.message_primary}); trying again ({attempt}/{LOCK_TRIES})")
+                       f"({error.diag.message_primary}){why}; trying again "
+                       f"({attempt}/{LOCK_TRIES})")
                 time.sleep(min(2.0, 0.25 * attempt))
             except BaseException:
                 cursor.execute("ROLLBACK")
                 raise
         raise AssertionError("not reached")
+
+    def _next_timeout(self) -> tuple[str, str]:
+        """Return the lock timeout of the next try, and why when it is not the usual one."""
+        self.cursor.execute(QUERIES["autovacuum_in_the_way"])
+        autovacuum, outlasting = self.cursor.fetchone()
+        if not autovacuum:
+            return self.lock_timeout, ""
+        return outlasting, (f"; an autovacuum runs: the next try waits {outlasting}, past the"
+                            " deadlock timeout, so that PostgreSQL cancels it")

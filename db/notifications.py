@@ -1,9 +1,11 @@
-"""Hear what workers must react to at once: deliveries became due, a config changed.
+"""Hear what workers must react to at once: deliveries became due, a config changed, a change
+was announced to the operational tenant.
 
-Both channels are named once, in the database: statements call `notify_deliveries_due()`
-(migration 0011), and triggers notify `config_changed_channel()` with a config's id when it is
+The channels are named once, in the database: statements call `notify_deliveries_due()`
+(migration 0011), triggers notify `config_changed_channel()` with a config's id when it is
 paused, its circuit opens, or it is deactivated, deleted, or given a new endpoint or secret
-(migration 0014). A listener subscribes to both on one connection.
+(migration 0014), and `operational_events_channel()` when an announcement is written
+(migration 0033). A listener subscribes to all three on one connection.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ from db.sql import QUERIES
 
 @dataclass(frozen=True)
 class Heard:
-    """What one wait heard: whether deliveries became due, and which configs changed."""
+    """What one wait heard: whether deliveries became due, which configs changed, and whether
+    changes were announced."""
 
     due: bool = False
     changed: frozenset[str] = field(default_factory=frozenset)
+    announced: bool = False
 
     def __bool__(self) -> bool:
-        return self.due or bool(self.changed)
+        return self.due or bool(self.changed) or self.announced
 
 
 class NoSession(DatabaseError):
@@ -33,7 +37,7 @@ class NoSession(DatabaseError):
 
 
 class Listener:
-    """One autocommit connection subscribed to both channels.
+    """One autocommit connection subscribed to the three channels.
 
     Its greenlet waits on the connection's socket, so the rest of the process keeps running.
     Raises DatabaseUnavailable when the connection is lost; open a new listener then
@@ -51,7 +55,8 @@ class Listener:
         try:
             with translated(), self._conn.cursor() as cursor:
                 cursor.execute(QUERIES["listen_for_workers"])
-                self._due_channel, self._changed_channel, _, _ = cursor.fetchone()
+                self._due_channel, self._changed_channel, self._announced_channel = \
+                    cursor.fetchone()[:3]
         except BaseException:
             self._conn.close()
             raise
@@ -76,7 +81,8 @@ class Listener:
             return Heard(
                 due=any(note.channel == self._due_channel for note in notes),
                 changed=frozenset(note.payload for note in notes
-                                  if note.channel == self._changed_channel))
+                                  if note.channel == self._changed_channel),
+                announced=any(note.channel == self._announced_channel for note in notes))
 
     def close(self) -> None:
         self._conn.close()

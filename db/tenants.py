@@ -249,13 +249,15 @@ def delete(pool: ConnectionPool, uid: str, *, actor: str | None = None) -> Delet
         cursor.execute(QUERIES["configs_of_tenant"], {"tenant_id": tenant.id})
         ids = [row["id"] for row in as_dicts(cursor)]
         configs.lock_for_change(cursor, ids, pending_of=ids)
+        # Marked deleted before its configs stop: stopping them announces nothing to the
+        # operational tenant (the platform deleted the tenant; `announces_for()`).
+        cursor.execute(QUERIES["mark_tenant_deleted"], {"id": tenant.id})
+        deleted = as_type(Tenant, as_dict(cursor))
         cursor.execute(QUERIES["stop_configs_of_tenant"], {"tenant_id": tenant.id})
         stopped = cursor.rowcount
         cursor.execute(QUERIES["cancel_pending_deliveries_of_tenant"],
                        {"config_ids": ids, "reason": DELETED_REASON})
         cancelled = cursor.rowcount
-        cursor.execute(QUERIES["mark_tenant_deleted"], {"id": tenant.id})
-        deleted = as_type(Tenant, as_dict(cursor))
     return Deleted(deleted, stopped, cancelled)
 
 

@@ -1,7 +1,8 @@
 """The words every layer shares: the statuses of a delivery, the outcomes of an attempt, why a
 broker message was rejected, the prefixes of secrets and tokens, what a portal session may
 do, how deliveries are ordered, a config's health and its breaker's states, an attempt's
-verdict, what a replay did, what holds a pending delivery back.
+verdict, what a replay did, what holds a pending delivery back, what the platform hears of
+its customers' endpoints.
 
 Constants only, importing nothing: any module above `db/` may use them without pulling in
 the database driver.
@@ -130,3 +131,14 @@ class HealthChangeKind(StrEnum):
     DEACTIVATED = "deactivated"  # by an operator, or by the service on a 410 Gone
     ACTIVATED = "activated"
     DELETED = "deleted"
+
+
+class OperationalEvent(StrEnum):
+    """What the platform hears of its customers' endpoints: the types of the events published to
+    the operational tenant (`operational_events.type` holds the value)."""
+
+    ENDPOINT_DISABLED = "endpoint.disabled"  # a 410 Gone, or an operator, deactivated a config
+    ENDPOINT_CIRCUIT_OPENED = "endpoint.circuit_opened"  # its circuit opened (from closed)
+    ENDPOINT_RECOVERED = "endpoint.recovered"  # its circuit closed again (probe or reset)
+    DELIVERY_EXHAUSTED = "delivery.exhausted"  # a delivery failed for good: its budget ran out
+    ORDERING_KEY_BLOCKED = "ordering.key_blocked"  # a failed delivery now holds its ordering key

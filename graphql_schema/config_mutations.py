@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import strawberry
+from strawberry.scalars import JSON
 
 from db import configs, health
 from db.configs import ConfigChange as ChangeRow
@@ -48,6 +49,12 @@ class CreateConfigInput:
     block_on_failure: bool = strawberry.field(
         default=True, description="Ordered: a failed delivery holds its key until it is "
                                   "replayed and succeeds; false: the key moves on.")
+    filter: JSON | None = strawberry.field(
+        default=None,
+        description="A match on the payload an event must pass to be delivered: MongoDB's "
+                    "query operators ($eq $ne $gt $gte $lt $lte $in $nin $exists $regex $and "
+                    "$or $not) over dotted paths, e.g. {\"amount\": {\"$gte\": 100}} "
+                    "(docs/filters.md); omitted: every event of its types.")
 
 
 @strawberry.input(description="Omitted fields keep their value; a null name, cap or rate "
@@ -64,6 +71,13 @@ class UpdateConfigInput:
         default=strawberry.UNSET, description="To UNORDERED: the deliveries waiting for "
                                               "their key's turn become due.")
     block_on_failure: bool | None = strawberry.UNSET
+    filter: JSON | None = strawberry.field(
+        default=strawberry.UNSET,
+        description="A match on the payload an event must pass to be delivered: MongoDB's "
+                    "query operators ($eq $ne $gt $gte $lt $lte $in $nin $exists $regex $and "
+                    "$or $not) over dotted paths, e.g. {\"amount\": {\"$gte\": 100}} "
+                    "(docs/filters.md); null: none (every event of its types). It "
+                    "applies to events ingested from then on.")
 
 
 @strawberry.type(description="A config and its secret, shown on creation and rotation only.")
@@ -114,7 +128,8 @@ def _new_config(info: Info, input: CreateConfigInput) -> NewConfig:
                      max_in_flight=input.max_in_flight,
                      rate_per_second=input.rate_per_second,
                      ordering=Ordering(input.ordering.value),
-                     block_on_failure=input.block_on_failure)
+                     block_on_failure=input.block_on_failure,
+                     filter=input.filter)
 
 
 def _subscriptions(info: Info, given: list[str] | None) -> list[str] | None:
@@ -168,8 +183,8 @@ class ConfigMutations:
                 for config, secret in configs.create_many(info.context.pool, new)]
 
     @operator_mutation(capability=PortalCapability.MANAGE_ENDPOINTS,
-                       description="Change the endpoint, event types, name, limits, ordering or "
-                                   "failure policy of a config.")
+                       description="Change the endpoint, event types, name, limits, ordering, "
+                                   "failure policy or filter of a config.")
     def update_config(self, info: Info, id: strawberry.ID, input: UpdateConfigInput) -> Config:
         config = configs.update(
             info.context.pool,
@@ -183,6 +198,8 @@ class ConfigMutations:
             rate_per_second=_limit(input.rate_per_second),
             ordering=None if _given(input.ordering) is None else Ordering(input.ordering.value),
             block_on_failure=_given(input.block_on_failure),
+            filter=_given(input.filter),
+            set_filter=input.filter is not strawberry.UNSET,
         )
         return Config.from_row(config)
 

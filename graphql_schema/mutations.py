@@ -113,6 +113,7 @@ class EventMutations:
         published = events.publish_all(info.context.pool, batch, source="api",
                                        strict=info.context.strict_event_types)
         info.context.telemetry.ingested("api", sum(not p.duplicate for p in published))
+        info.context.telemetry.filtered_out(sum(p.filtered_out for p in published))
         return PublishedEvent(
             event_id=event.id, duplicate=all(p.duplicate for p in published),
             delivery_ids=[strawberry.ID(str(i)) for p in published for i in p.delivery_ids],

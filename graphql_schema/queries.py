@@ -31,6 +31,7 @@ from graphql_schema.connections import (
     page_size,
 )
 from graphql_schema.context import Info
+from graphql_schema.filter_api import FilterQueries
 from graphql_schema.filters import ConfigFilter, DeliveryFilter
 from graphql_schema.portal_api import grant_of
 from graphql_schema.tenant_api import TenantQueries
@@ -282,4 +283,4 @@ class DeliveryQueries:
                           count=lambda: rejected.count(info.context.pool))
 
 
-Query = merge_types("Query", (DeliveryQueries, TenantQueries, CatalogQueries))
+Query = merge_types("Query", (DeliveryQueries, TenantQueries, CatalogQueries, FilterQueries))

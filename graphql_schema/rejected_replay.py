@@ -103,9 +103,10 @@ def _run(info: Info, *, ids: list[int] | None = None, tenant_uid: str | None = N
         ready = [(message, event, uid) for (message, _, uid), event in zip(
             [r for index, r in enumerate(ready) if index not in refused_at], passed,
             strict=True)]
-        events.ingest(cursor, [event for _, event, _ in ready], source="kafka")
+        counts = events.ingest(cursor, [event for _, event, _ in ready], source="kafka")
         rejected.mark_replayed(cursor, [message.id for message, _, _ in ready])
     info.context.telemetry.ingested("kafka", len(ready))
+    info.context.telemetry.filtered_out(counts.filtered_out)
     return RejectedReplayResult(
         replayed=[ReplayedMessage(rejected_event_id=strawberry.ID(str(message.id)),
                                   event_id=event.id, tenant=uid)

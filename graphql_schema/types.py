@@ -11,8 +11,8 @@ from enum import Enum, StrEnum
 import strawberry
 from strawberry.scalars import JSON
 
+from db import config_filters, inspection, ordering, rates, webhook_body
 from db import health as health_rows
-from db import inspection, ordering, rates, webhook_body
 from db.configs import Config as ConfigRow
 from db.errors import InvalidInput
 from db.event_keys import DIGEST_PREFIX, ENCODED_PREFIX, MAX_ORDERING_KEY_LENGTH
@@ -27,6 +27,7 @@ from db.vocabulary import HealthState as HealthWord
 from db.vocabulary import HeldBy as HeldByWord
 from graphql_schema import cursors, tenancy
 from graphql_schema.context import Info
+from graphql_schema.filter_api import FilterStats
 from graphql_schema.portal_api import PortalGrant
 from graphql_schema.tenant_types import Tenant
 
@@ -247,6 +248,9 @@ class Config:
     ordering: DeliveryOrdering = strawberry.field(description="How its deliveries are ordered.")
     block_on_failure: bool = strawberry.field(description=(
         "Ordered: whether a failed delivery holds its key until it is replayed and succeeds."))
+    filter: JSON | None = strawberry.field(default=None, description=(
+        "The match an event's payload must pass to be delivered to it (MongoDB's query "
+        "operators over dotted paths, docs/filters.md); null: every event of its types."))
     tenant_id: strawberry.Private[int] = 0
     health_row: strawberry.Private[HealthRow | None] = None
     # hours → the rates of the configs listed with this one (loaded once for all of them)
@@ -299,6 +303,12 @@ class Config:
         return HealthChangeConnection(edges=edges, has_next_page=len(rows) > first,
                                       end_cursor=edges[-1].cursor if edges else None)
 
+    @strawberry.field(description="What its filter kept from it: the events of its types the "
+                                  "filter rejected.")
+    def filter_stats(self, info: Info) -> FilterStats:
+        return FilterStats.from_row(config_filters.counts(
+            info.context.pool, info.context.scope, [self.id])[self.id])
+
     @strawberry.field(description="The tenant it belongs to.")
     def tenant(self, info: Info) -> Tenant:
         return Tenant.from_row(tenancy.by_id(info, self.tenant_id))
@@ -332,7 +342,8 @@ class Config:
                    created_at=row.created_at, updated_at=row.updated_at,
                    previous_secrets_expire_at=list(row.previous_secrets_expire_at),
                    ordering=DeliveryOrdering(row.ordering.value),
-                   block_on_failure=row.block_on_failure, tenant_id=row.tenant_id,
+                   block_on_failure=row.block_on_failure, filter=row.filter,
+                   tenant_id=row.tenant_id,
                    health_row=health, rates_of_page=rates_of_page)
 
 

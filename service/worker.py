@@ -1,5 +1,6 @@
 """`webhooks worker`: dispatcher, NOTIFY wake-ups, stale-claim recovery (and, when set up,
-the Kafka consumer and retention) in one gevent process, with a warm shutdown on SIGTERM."""
+the Kafka consumer, retention and the operational events' relay) in one gevent process, with
+a warm shutdown on SIGTERM."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from service.dispatch.dispatcher import Dispatcher
 from service.dispatch.recovery import recover_stale_claims
 from service.dispatch.wakeup import DueListener
 from service.ingest.consumer import STOP_GRACE, Consumer
+from service.ingest.operational_relay import OperationalRelay
 from service.runtime import early_stop
 from service.runtime.gauges import QUEUE_DEPTH_CAP
 from service.runtime.retention import apply_retention
@@ -55,8 +57,10 @@ class Worker:
         self.telemetry = telemetry or Telemetry(otlp_endpoint=settings.otlp_endpoint)
         self.dispatcher = Dispatcher(self.pool, settings, owner=self.name,
                                      telemetry=self.telemetry)
+        self.relay = OperationalRelay(self.pool, settings)
         self.listener = (DueListener(settings.session_database_url, self.dispatcher.wake,
-                                     self.dispatcher.withdraw, pooler=settings.session_pooler)
+                                     self.dispatcher.withdraw, on_announced=self.relay.wake,
+                                     pooler=settings.session_pooler)
                          if settings.listen_notify else None)
         self.consumer = (Consumer(self.pool, settings, telemetry=self.telemetry, name=self.name)
                          if settings.kafka_bootstrap_servers else None)
@@ -73,13 +77,18 @@ class Worker:
         return sorted(f"{s.topic}:{s.partition}@{s.offset}" for s in self.consumer.stalled.values())
 
     def start(self) -> None:
-        if self.status_server:  # first: a taken port stops the worker before it claims
+        # First: an operational tenant nobody has, or a taken port, stops the worker before
+        # it claims anything.
+        relaying = self.relay.prepare()
+        if self.status_server:
             self.status_server.start()
         self.dispatcher.start()
         if self.consumer:
             self.consumer.start()
         if self.listener:
             self._greenlets.append(gevent.spawn(self.listener.run))
+        if relaying:
+            self._greenlets.append(gevent.spawn(self.relay.run))
         self._greenlets.append(gevent.spawn(
             _every, self.settings.recovery_period, "stale-claim recovery",
             lambda: recover_stale_claims(self.pool, timeout=self.settings.claim_timeout,

@@ -35,9 +35,24 @@ ON CONFLICT (id) DO NOTHING;
 SELECT setval(pg_get_serial_sequence('tenants', 'id'),
               greatest((SELECT max(id) FROM tenants), 1));
 
-ALTER TABLE configs ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 1
-    REFERENCES tenants (id);
+-- Every table this transaction alters, locked at once, in the order an ingest takes them
+-- (configs, events, deliveries, then the rows of attempts, health and keys). What follows
+-- changes only the catalogue under these locks (and rebuilds the small key of
+-- replay_requests), so they are held for milliseconds; the wait for them is what may last:
+-- each waits at most the migration's lock timeout, shorter than PostgreSQL's deadlock
+-- timeout, so that a transaction of the service that takes two of them in another order (a
+-- claim updates deliveries, whose triggers then read configs) makes the migration give way
+-- and try again instead of either failing with a deadlock.
+LOCK TABLE configs, events, deliveries, delivery_attempts, config_health, config_health_changes,
+    config_attempt_counts, ordering_keys, replay_requests, rejected_events, api_tokens
+    IN ACCESS EXCLUSIVE MODE;
+
+ALTER TABLE configs ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 1;
 ALTER TABLE configs ALTER COLUMN tenant_id DROP DEFAULT;
+-- Checked for the rows already there after this commits (below), without blocking writes.
+ALTER TABLE configs DROP CONSTRAINT IF EXISTS configs_tenant_id_fkey;
+ALTER TABLE configs ADD CONSTRAINT configs_tenant_id_fkey
+    FOREIGN KEY (tenant_id) REFERENCES tenants (id) NOT VALID;
 ALTER TABLE events ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 1;
 ALTER TABLE events ALTER COLUMN tenant_id DROP DEFAULT;
 ALTER TABLE deliveries ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 1;
@@ -53,8 +68,11 @@ ALTER TABLE config_attempt_counts ALTER COLUMN tenant_id DROP DEFAULT;
 ALTER TABLE ordering_keys ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 1;
 ALTER TABLE ordering_keys ALTER COLUMN tenant_id DROP DEFAULT;
 
--- Idempotency keys are per tenant: the same key sent by two tenants is two keys.
-ALTER TABLE replay_requests ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 1;
+-- Idempotency keys are per tenant: the same key sent by two tenants is two keys. A
+-- platform-wide token's keys are its own, kept under 0 (no tenant has that id). Every token
+-- was platform-wide before tenants, and stays so: the keys already kept are theirs, so that
+-- a request repeated across the upgrade still gets its first result.
+ALTER TABLE replay_requests ADD COLUMN IF NOT EXISTS tenant_id bigint NOT NULL DEFAULT 0;
 ALTER TABLE replay_requests ALTER COLUMN tenant_id DROP DEFAULT;
 ALTER TABLE replay_requests DROP CONSTRAINT IF EXISTS replay_requests_pkey;
 ALTER TABLE replay_requests ADD CONSTRAINT replay_requests_pkey
@@ -125,3 +143,6 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS config_attempt_counts_of_tenant
     ON config_attempt_counts (tenant_id, period_start);
 CREATE INDEX CONCURRENTLY IF NOT EXISTS delivery_attempts_of_tenant
     ON delivery_attempts (tenant_id, id);
+-- Every config is the default tenant's, which exists: the check reads the configs without
+-- blocking their writes (it takes only a lock that keeps other schema changes out).
+ALTER TABLE configs VALIDATE CONSTRAINT configs_tenant_id_fkey;

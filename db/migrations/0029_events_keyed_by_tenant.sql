@@ -3,7 +3,9 @@
 -- catalogue changes under a brief lock (the key's columns are NOT NULL already, so nothing is
 -- scanned); the reference to the event is checked for the rows already there after this
 -- commits, without blocking writes. Done once: a run interrupted during the check finds the
--- new key in place and checks again.
+-- new key in place and checks again. Both tables are locked first, events before deliveries as
+-- an ingest takes them, so that the statements below wait for nothing while they hold either.
+LOCK TABLE events, deliveries IN ACCESS EXCLUSIVE MODE;
 DO $$
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'deliveries_event_fkey') THEN

@@ -7,20 +7,21 @@ WITH tenant AS (
     FOR KEY SHARE
 )
 INSERT INTO configs (id, name, endpoint, secret, event_types, active, ordering,
-                     block_on_failure, tenant_id)
+                     block_on_failure, tenant_id, filter)
 SELECT i.id, i.name, i.endpoint, i.secret,
        ARRAY(SELECT jsonb_array_elements_text(i.event_types::jsonb)), i.active, i.ordering,
-       i.block_on_failure, tenant.id
+       i.block_on_failure, tenant.id, i.filter::json
 FROM unnest(%(ids)s::text[], %(names)s::text[], %(endpoints)s::text[], %(secrets)s::text[],
             %(event_types)s::text[], %(actives)s::boolean[], %(orderings)s::text[],
-            %(blocks_on_failure)s::boolean[], %(tenant_ids)s::bigint[]) WITH ORDINALITY
+            %(blocks_on_failure)s::boolean[], %(tenant_ids)s::bigint[], %(filters)s::text[])
+    WITH ORDINALITY
     AS i (id, name, endpoint, secret, event_types, active, ordering, block_on_failure,
-          tenant_id, position)
+          tenant_id, filter, position)
 JOIN tenant ON tenant.id = i.tenant_id
 ORDER BY i.position
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure, tenant_id
+          ordering, block_on_failure, tenant_id, filter
 
 -- limited_tenants --
 -- Return the ids of the given tenants that limit their number of configs
@@ -39,7 +40,7 @@ FOR NO KEY UPDATE OF t
 -- Return one config that has not been deleted, if the scope may see it
 SELECT id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
        previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-       ordering, block_on_failure, tenant_id
+       ordering, block_on_failure, tenant_id, filter
 FROM configs c
 WHERE c.id = %(id)s AND c.deleted_at IS NULL
   AND (%(scope_tenant)s::bigint IS NULL OR c.tenant_id = %(scope_tenant)s::bigint)
@@ -86,7 +87,7 @@ WHERE %(by_health)s::text IS NOT NULL
 -- A config as the listings show it, from configs as `c` (included by the list statements below)
 c.id, c.name, c.endpoint, c.event_types, c.active, c.created_at, c.updated_at, c.deleted_at,
 previous_secrets_expire_at(c.previous_secrets) AS previous_secrets_expire_at,
-c.ordering, c.block_on_failure, c.tenant_id
+c.ordering, c.block_on_failure, c.tenant_id, c.filter
 
 -- list_configs_walk --
 -- Page through the configs a filter matches, newest first after a (created_at, id) cursor, among the `walk` configs next to the cursor only: the whole page when matches are common, cheap at any number of configs
@@ -151,12 +152,13 @@ SET endpoint = coalesce(%(endpoint)s, endpoint),
     ordering = coalesce(%(ordering)s, ordering),
     block_on_failure = coalesce(%(block_on_failure)s, block_on_failure),
     name = CASE WHEN %(set_name)s THEN %(name)s ELSE name END,
+    filter = CASE WHEN %(set_filter)s THEN %(filter)s::json ELSE filter END,
     updated_at = now()
 WHERE id = %(id)s AND deleted_at IS NULL
   AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure, tenant_id
+          ordering, block_on_failure, tenant_id, filter
 
 -- set_config_active --
 -- Activate or deactivate a config that has not been deleted; say whether it was the other way before
@@ -172,7 +174,7 @@ FROM before
 WHERE c.id = before.id
 RETURNING c.id, c.name, c.endpoint, c.event_types, c.active, c.created_at, c.updated_at,
           c.deleted_at, previous_secrets_expire_at(c.previous_secrets) AS previous_secrets_expire_at,
-          c.ordering, c.block_on_failure, c.tenant_id,
+          c.ordering, c.block_on_failure, c.tenant_id, c.filter,
           before.active <> %(active)s AS changed
 
 -- delete_config --
@@ -183,7 +185,7 @@ WHERE id = %(id)s AND deleted_at IS NULL
   AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure, tenant_id
+          ordering, block_on_failure, tenant_id, filter
 
 -- rotate_config_secret --
 -- Install a new secret; with a grace, the current one joins the unexpired previous secrets (newest first, the `keep` newest kept), each signing until its own grace ends; without one, drop them all
@@ -209,7 +211,7 @@ WHERE id = %(id)s AND deleted_at IS NULL
   AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
-          ordering, block_on_failure, tenant_id
+          ordering, block_on_failure, tenant_id, filter
 
 -- cancel_pending_deliveries_of_config --
 -- Cancel the pending deliveries of a config that was just deactivated or deleted
@@ -249,3 +251,12 @@ SELECT reltuples::float8 FROM pg_class WHERE oid = 'configs'::regclass
 -- analyse_configs --
 -- Refresh the statistics of configs and their health rows, by which the planner chooses the indexes of the subscriber look-up and the claim
 ANALYZE configs, config_health
+
+-- config_filter_counts --
+-- Return how many events each of the given configs' filters rejected, and when one last did, for the configs of the scope that have rejected any
+SELECT config_id, sum(filtered_out) AS filtered_out,
+       max(last_filtered_out_at) AS last_filtered_out_at
+FROM config_filter_counts
+WHERE config_id = ANY (%(ids)s::text[])
+  AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
+GROUP BY config_id

@@ -150,7 +150,7 @@ WHERE claim_counted((SELECT count(DISTINCT config_id) FROM claimed),
                     (SELECT count(*) FROM counted))
 
 -- record_and_settle --
--- Append one attempt per result (once per claim: a result recorded again adds nothing), move each delivery still claimed with the given token to its next state (a non-2xx result of an inactive config becomes cancelled, but a final failure of a config deactivated for answering 410 among the results of this record, `gone`, stays failed), and settle the configs' in-flight counts and circuit breakers with the verdicts of the claims that moved; return the deliveries that changed (kind 'moved') and every config settled (kind 'settled')
+-- Append one attempt per result (once per claim: a result recorded again adds nothing), move each delivery still claimed with the given token to its next state (a non-2xx result of an inactive config becomes cancelled, but a final failure of a config deactivated for answering 410 among the results of this record, `gone`, stays failed), announce each delivery whose budget ran out (`exhausted`) to the operational tenant, and settle the configs' in-flight counts and circuit breakers with the verdicts of the claims that moved; return the deliveries that changed (kind 'moved') and every config settled (kind 'settled')
 --
 -- One statement, run on its own (autocommit): the health rows it locks last are released as
 -- it ends, with no round trip to the worker between them and the commit, so the claims of
@@ -163,11 +163,12 @@ WITH results AS (
                 %(excerpts)s::text[], %(errors)s::text[], %(next_statuses)s::text[],
                 %(next_delays)s::float8[], %(last_errors)s::text[], %(next_backoffs)s::float8[],
                 %(verdicts)s::text[], %(sent_at)s::timestamptz[],
-                %(request_headers)s::jsonb[])
+                %(request_headers)s::jsonb[], %(exhausted)s::boolean[])
         WITH ORDINALITY
         AS r (delivery_id, claim_token, attempt_number, replay_generation, endpoint, outcome,
               status_code, duration_ms, response_excerpt, error, next_status, next_delay,
-              last_error, next_backoff, verdict, sent_at, request_headers, position)
+              last_error, next_backoff, verdict, sent_at, request_headers, exhausted,
+              position)
 ),
 attempts AS (
     INSERT INTO delivery_attempts (delivery_id, tenant_id, attempt_number, replay_generation,
@@ -225,11 +226,25 @@ moved AS (
     -- the dead entries of every one recorded since the last vacuum, instead of looking up
     -- each result's delivery by its key.
     WHERE d.id = r.delivery_id AND c.id = d.config_id AND d.claim_token = r.claim_token
-    RETURNING d.id, d.config_id, r.claim_token, d.status, d.next_attempt_at
+    RETURNING d.id, d.config_id, r.claim_token, d.status, d.next_attempt_at, d.tenant_id,
+              d.last_error,
+              -- what a delivery whose budget ran out is announced with (`announced`)
+              CASE WHEN d.status = 'failed' AND r.exhausted THEN announced_delivery(d) END
+                  AS exhausted
 ),
 wake AS (
     SELECT notify_deliveries_due()
     FROM (SELECT 1 FROM moved WHERE status = 'pending' AND next_attempt_at <= now() LIMIT 1) m
+),
+announced AS (
+    -- A delivery failed for good because its budget ran out (attempts or time) is announced
+    -- in this statement, when its tenant's are (announces_for(), migration 0033).
+    INSERT INTO operational_events (event_id, type, tenant_id, config_id, reason, delivery)
+    SELECT 'delivery.exhausted:' || m.id || ':' || (m.exhausted ->> 'replay_generation'),
+           'delivery.exhausted', m.tenant_id, m.config_id, m.last_error, m.exhausted
+    FROM moved m
+    WHERE m.exhausted IS NOT NULL AND announces_for(m.tenant_id)
+    ON CONFLICT (event_id) DO NOTHING
 ),
 settle_input AS (
     -- Only the claims that moved a delivery end here: a late result of a recovered claim

@@ -1,5 +1,5 @@
 -- ingest_events --
--- Store new events and, in the same statement, one pending delivery per active config of the event's tenant subscribed to its type (exactly, or by a pattern: `prefix.*`, `*`); repeated event ids of a tenant create nothing; wake idle dispatchers
+-- Store new events and, in the same statement, one pending delivery per active config of the event's tenant subscribed to its type (exactly, or by a pattern: `prefix.*`, `*`) unless the config's filter rejected the event (the given pairs of event position and config, counted for each config); repeated event ids of a tenant create nothing; wake idle dispatchers
 WITH input AS (
     -- An id repeated within the batch (for one tenant) keeps its first occurrence, as a
     -- later batch would.
@@ -30,6 +30,28 @@ subscribed AS MATERIALIZED (
     SELECT s.id, s.tenant_id, s.event_types
     FROM subscribers(%(batch_tenants)s::bigint[], %(patterns)s::text[]) s
 ),
+filtered_out AS MATERIALIZED (
+    -- The pairs of a new event (by its position in the batch) and a config whose filter
+    -- rejected it (decided by the service over filtered_subscribers(), migration 0032).
+    SELECT f.config_id, i.tenant_id
+    FROM unnest(%(filtered_positions)s::bigint[], %(filtered_configs)s::text[])
+        AS f (position, config_id)
+    JOIN input i ON i.position = f.position
+    JOIN new_events e ON e.id = i.id AND e.tenant_id = i.tenant_id
+),
+counted AS (
+    -- In config id order, as every ingest takes these rows: after the configs, before the
+    -- deliveries' health rows (docs/architecture.md, the lock order).
+    INSERT INTO config_filter_counts AS n (config_id, slot, tenant_id, filtered_out,
+                                           last_filtered_out_at)
+    SELECT config_id, mod(pg_backend_pid(), 8), tenant_id, count(*), now()
+    FROM filtered_out
+    GROUP BY config_id, tenant_id
+    ORDER BY config_id
+    ON CONFLICT (config_id, slot) DO UPDATE
+    SET filtered_out = n.filtered_out + excluded.filtered_out,
+        last_filtered_out_at = excluded.last_filtered_out_at
+),
 new_deliveries AS (
     INSERT INTO deliveries (event_id, tenant_id, config_id, event_type, next_attempt_at,
                             ordering_key)
@@ -38,6 +60,10 @@ new_deliveries AS (
     JOIN input i ON i.id = e.id AND i.tenant_id = e.tenant_id
     JOIN subscribed c ON c.tenant_id = e.tenant_id
                      AND c.event_types && subscription_patterns(e.type)
+    WHERE NOT EXISTS (
+        SELECT 1 FROM unnest(%(filtered_positions)s::bigint[], %(filtered_configs)s::text[])
+            AS f (position, config_id)
+        WHERE f.position = i.position AND f.config_id = c.id)
     -- In the batch's order (a partition's offsets): an ordered config numbers its keys'
     -- deliveries in the order they are inserted.
     ORDER BY i.position, c.id
@@ -49,7 +75,13 @@ wake AS (
 )
 SELECT (SELECT count(*) FROM new_events) AS events_created,
        (SELECT count(*) FROM new_deliveries) AS deliveries_created,
+       (SELECT count(*) FROM filtered_out) AS filtered_out,
        (SELECT count(*) FROM wake) AS woken
+
+-- filtered_subscribers --
+-- Return the active configs with a filter of the given tenants subscribed to any of the given patterns, with the filter's text, share-locked (the ingest that follows in the transaction sees these filters)
+SELECT id, tenant_id, event_types, filter
+FROM filtered_subscribers(%(tenant_ids)s::bigint[], %(patterns)s::text[])
 
 -- deliveries_of_event --
 -- Return the ids of an event's deliveries, oldest first

@@ -20,6 +20,14 @@ RETURNING version
 -- Make each lock the current transaction waits for give way after the timeout
 SELECT set_config('lock_timeout', %(timeout)s, true)
 
+-- autovacuum_in_the_way --
+-- Whether an autovacuum runs in this database that PostgreSQL cancels for a lock waiter (any but one against wraparound), and a lock timeout 200 ms past the deadlock timeout, after which a waiter has it cancelled
+SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+               WHERE backend_type = 'autovacuum worker' AND datname = current_database()
+                 AND position('to prevent wraparound' IN coalesce(query, '')) = 0),
+       (extract(epoch FROM current_setting('deadlock_timeout')::interval) * 1000)::bigint + 200
+       || 'ms'
+
 -- try_migration_lock --
 -- Take the migration lock for this session if no other run holds it
 SELECT pg_try_advisory_lock(7245101)

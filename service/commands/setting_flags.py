@@ -19,7 +19,7 @@ def all_but(*names: str) -> tuple[str, ...]:
 # worker and to dev unless it is listed as the web's or excluded there.
 API_SETTINGS = ("database_url", "db_pool_size", "max_payload", "secret_rotation_grace",
                 "allow_private_endpoints", "otlp_endpoint", "log_level")
-WEB_ONLY_SETTINGS = ("port", "web_concurrency", "secret_rotation_grace", "public_url",
+WEB_ONLY_SETTINGS = ("port", "web_concurrency", "secret_rotation_grace",
                      "portal_frame_ancestors")
 DATABASE_ONLY = ("database_url",)  # commands that run the API's operations on the database
 # Commands that change things on an operator's behalf: the database, and where the audit

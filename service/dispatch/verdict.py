@@ -40,6 +40,7 @@ def judge(
     error = response.error or (None if is_success(code) else f"HTTP {code}")
     delay: float | None = None
     backoff: float | None = None
+    exhausted = False
     verdict = Verdict.NEUTRAL  # the endpoint answered for good, or the request never left
     if response.outcome == AttemptOutcome.BLOCKED:
         status, last_error = Status.FAILED, error
@@ -62,7 +63,7 @@ def judge(
             status, delay, last_error = Status.PENDING, step.delay, error
             backoff = step.backoff
         else:
-            status, last_error = Status.FAILED, f"{error}; {step.reason}"
+            status, last_error, exhausted = Status.FAILED, f"{error}; {step.reason}", True
     return AttemptResult(
         delivery_id=claimed.id,
         token=claimed.token,
@@ -81,6 +82,7 @@ def judge(
         verdict=verdict,
         sent_at=sent_at,
         request_headers=request_headers,
+        exhausted=exhausted,
     )
 
 
@@ -115,6 +117,7 @@ def interrupted(claimed: Claimed, response: Response, *, max_attempts: int) -> A
         next_backoff=claimed.last_backoff,
         last_error=f"{response.error}; {budget_spent(max_attempts)}" if spent
         else response.error,
+        exhausted=spent,
     )
 
 

@@ -1,5 +1,6 @@
-"""Wake the dispatcher the moment deliveries become due, and tell it at once when a config
-changes, by LISTEN/NOTIFY (db.notifications).
+"""Wake the dispatcher the moment deliveries become due, tell it at once when a config
+changes, and wake the operational events' relay when a change was announced, by LISTEN/NOTIFY
+(db.notifications).
 
 After a reconnect it wakes the dispatcher once, since notifications sent while disconnected
 are lost (the poll period covers the rest; the dispatcher finds config changes on its own
@@ -27,17 +28,20 @@ LONGEST_RECONNECT_PAUSE = 10.0  # seconds between two reconnection attempts, at 
 
 
 class DueListener:
-    """Call `on_notify` whenever a transaction that made deliveries due commits, and
+    """Call `on_notify` whenever a transaction that made deliveries due commits,
     `on_config_changed` with the ids of configs that were paused, opened, deactivated,
-    deleted, or given a new endpoint or secret."""
+    deleted, or given a new endpoint or secret, and `on_announced` when a transaction that
+    announced changes to the operational tenant commits."""
 
     def __init__(self, dsn: str, on_notify: Callable[[], None],
                  on_config_changed: Callable[[frozenset[str]], None] | None = None, *,
+                 on_announced: Callable[[], None] | None = None,
                  pooler: Pooler = Pooler.AUTO) -> None:
         self.dsn = dsn
         self.pooler = pooler
         self.on_notify = on_notify
         self.on_config_changed = on_config_changed
+        self.on_announced = on_announced
         self._running = True
 
     def run(self) -> None:
@@ -48,12 +52,16 @@ class DueListener:
                 listener = Listener(self.dsn, self.pooler)
                 failures = 0
                 self.on_notify()
+                if self.on_announced is not None:
+                    self.on_announced()
                 while self._running:
                     heard = listener.wait(KEEPALIVE)
                     if heard.changed and self.on_config_changed is not None:
                         self.on_config_changed(heard.changed)
                     if heard.due:
                         self.on_notify()
+                    if heard.announced and self.on_announced is not None:
+                        self.on_announced()
             except NoSession:
                 log.warning("no LISTEN: the database URL reaches a transaction-mode pooler; "
                             "new deliveries are found by polling every WEBHOOKS_RETRY_PERIOD "

@@ -164,7 +164,8 @@ def _isolate(pool: ConnectionPool, goods: list[Good]
                             alone=lambda good, error: (IngestCounts(0, 0), [],
                                                        [(good[0], error)]))
     return (IngestCounts(sum(counts.events_created for counts, _, _ in parts),
-                         sum(counts.deliveries_created for counts, _, _ in parts)),
+                         sum(counts.deliveries_created for counts, _, _ in parts),
+                         sum(counts.filtered_out for counts, _, _ in parts)),
             [waiting for _, waits, _ in parts for waiting in waits],
             [culprit for _, _, culprits in parts for culprit in culprits])
 
@@ -177,6 +178,7 @@ def _account(telemetry: Telemetry, progress: Progress, messages: int, counts: In
     progress.deliveries += counts.deliveries_created
     progress.rejected += len(stored)
     telemetry.ingested("kafka", counts.events_created)
+    telemetry.filtered_out(counts.filtered_out)
     for rejection in stored:
         telemetry.rejected(kinds[rejection.topic, rejection.partition, rejection.offset])
         log.warning("message rejected", extra={

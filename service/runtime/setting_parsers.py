@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from db.errors import InvalidInput
 from db.pool import check_dsn
+from db.tenants import check_uid
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -77,6 +78,17 @@ def parse_cap(text: str) -> int | None:
 
 def parse_text(text: str) -> str | None:
     return text.strip() or None
+
+
+def parse_tenant_uid(text: str) -> str | None:
+    """Return a tenant's uid (unset when empty)."""
+    uid = parse_text(text)
+    if uid is not None:
+        try:
+            check_uid(uid)
+        except InvalidInput as error:
+            raise ValueError(str(error)) from None
+    return uid
 
 
 def parse_dsn(text: str) -> str | None:

@@ -33,6 +33,7 @@ from service.runtime.setting_parsers import (
     parse_dsn,
     parse_origin_url,
     parse_ratio,
+    parse_tenant_uid,
     parse_text,
 )
 
@@ -200,7 +201,14 @@ class Settings:
     public_url: str | None = _setting(
         "WEBHOOKS_PUBLIC_URL", None, parse_origin_url,
         "the address clients reach the web process at, e.g. https://hooks.example.com: the base "
-        "of the portal sessions' URLs (unset: the address each request came to)",
+        "of the portal sessions' URLs and of the operational events' links (unset: the address "
+        "each request came to; a path in the links)",
+    )
+    operational_tenant: str | None = _setting(
+        "WEBHOOKS_OPERATIONAL_TENANT", None, parse_tenant_uid,
+        "the uid of the tenant that hears operational events about the other tenants' "
+        "endpoints (disabled, circuit opened, recovered, deliveries exhausted, keys blocked); "
+        "a worker refuses to start when no tenant has it (unset: none are published)",
     )
     portal_frame_ancestors: str = _setting(
         "WEBHOOKS_PORTAL_FRAME_ANCESTORS", "'self'", parse_csp_sources,

@@ -139,6 +139,10 @@ class Telemetry:
         self._ingested = counter(
             "webhooks_ingested_events_total", "Events stored, by source",
             [{"source": source} for source in SOURCES])
+        self._filtered_out = counter(
+            "webhooks_events_filtered_out_total",
+            "Deliveries not created because a config's filter rejected the event (one per "
+            "event and config)", [{}])
         self._deleted = counter(
             "webhooks_retention_deleted_total", "Rows deleted by retention",
             [{"kind": kind} for kind in RETENTION_KINDS])
@@ -212,6 +216,10 @@ class Telemetry:
     def ingested(self, source: str, count: int) -> None:
         if count:
             self._ingested.add(count, {"source": source})
+
+    def filtered_out(self, count: int) -> None:
+        if count:
+            self._filtered_out.add(count)
 
     def deleted(self, kind: str, count: int) -> None:
         if count:

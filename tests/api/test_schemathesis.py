@@ -22,7 +22,7 @@ from service.web.app import create_app
 from tests.factories import Factories
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "graphql_schema" / "schema.graphql"
-EXAMPLES = 25  # per operation and role; ~50 operations keep this under a minute
+EXAMPLES = 15  # per operation and role; ~60 operations keep this near half a minute
 
 
 @pytest.fixture(scope="module")

@@ -312,6 +312,13 @@ def catalog_is_shared(w: World) -> None:
         w.b.data('{ eventType(name: "shared.one") { name } }')
 
 
+def filter_test_reads_nothing(w: World) -> None:
+    """testFilter judges the filter and payload it is given: no tenant's data is in it."""
+    query = '{ testFilter(filter: {n: 1}, payload: {n: 1}) { matched reason } }'
+    assert w.a.data(query) == w.b.data(query) == w.platform.data(query) == {
+        "testFilter": {"matched": True, "reason": "n is 1, which satisfies {\"$eq\": 1}"}}
+
+
 MATRIX: dict[str, Callable[[World], None]] = {
     "Query.deliveries": deliveries_listing,
     "Query.delivery": lambda w: _not_found(
@@ -377,6 +384,7 @@ MATRIX: dict[str, Callable[[World], None]] = {
                                                   '"b") { token } }'),
     "Mutation.revokePortalSessions": platform_only('mutation { revokePortalSessions(tenant: '
                                                    '"b") }'),
+    "Query.testFilter": filter_test_reads_nothing,
     "TenantEdge.node": platform_only("{ tenants { edges { node { uid } } } }"),
     "TenantDeletion.tenant": platform_only('mutation { deleteTenant(uid: "b") '
                                            '{ tenant { uid } } }'),

@@ -326,3 +326,56 @@ def test_the_theme_comes_from_the_address(browser, service_url, operator_token, 
     assert not frame.locator("#portal-header").is_visible()
     assert "#token=" not in portal.url  # the token left the address once read
     assert console.errors == []
+
+
+def test_a_filter_is_written_tested_against_a_catalog_example_and_saved(
+        browser, service_url, operator_token, host, shop, seed, receiver):
+    session = mint(service_url, operator_token, shop)
+    _, frame, console = embedded(browser, host, session["url"])
+    frame.locator("main h1:text-is('Endpoints')").wait_for()
+    frame.locator("#add-endpoint").click()
+    frame.locator("#endpoint-url").fill(receiver.url)
+    frame.locator("#endpoint-name").fill("Big orders")
+    frame.locator("input[name=eventType][value='order.created']").check()
+    text, result = frame.locator("#endpoint-filter"), frame.locator("#filter-result")
+    assert frame.locator("#filter-example").input_value() == "0"  # order.created's example
+    assert json.loads(frame.locator("#filter-example-payload").text_content()) == EXAMPLE
+
+    def tested(filter_text: str) -> str:
+        text.fill(filter_text)
+        frame.locator("#filter-test").click()  # disabled at once while the service answers
+        frame.locator("#filter-test:enabled").wait_for()
+        return result.inner_text()
+
+    assert tested('{"order": ').startswith("The filter is not JSON")
+    assert tested('{"order": {"$gt": 100}}') == \
+        'Not matched: order is 42, which fails {"$gt": 100}'
+    assert "not-matched" in result.get_attribute("class")
+    assert tested('{"order": {"$gtt": 1}}').startswith(
+        "Invalid input: filter.order.$gtt: unknown operator $gtt")
+    assert tested('{"order": {"$gte": 40}, "total": {"$regex": "^9\\\\."}}') == \
+        'Matched: order is 42, which satisfies {"$gte": 40}; total is "9.99", which ' \
+        'satisfies {"$regex": "^9\\\\."}'
+    frame.locator("#filter-example").select_option(label="order.refunded")
+    assert result.is_hidden()
+    assert tested('{"refund": true}') == 'Matched: refund is true, which satisfies ' \
+                                         '{"$eq": true}'
+
+    text.fill('{"order": {"$gte": 40}}')
+    frame.locator("#endpoint-save").click()
+    frame.locator("#secret-done").click()
+    frame.locator("main h1:has-text('Big orders')").wait_for()
+    assert json.loads(frame.locator("#endpoint-filter-shown").inner_text()) == \
+        {"order": {"$gte": 40}}
+    assert frame.locator("#filtered-out").inner_text() == "0 events filtered out so far."
+    (stored,) = seed.column("SELECT filter::text FROM configs WHERE name = 'Big orders'")
+    assert json.loads(stored) == {"order": {"$gte": 40}}
+
+    frame.locator("#edit-endpoint").click()
+    assert json.loads(text.input_value()) == {"order": {"$gte": 40}}
+    text.fill("")  # no filter: every event of its types
+    frame.locator("#endpoint-save").click()
+    frame.locator("main h1:has-text('Big orders')").wait_for()
+    assert frame.locator("#endpoint-filter-shown").count() == 0
+    assert seed.column("SELECT filter FROM configs WHERE name = 'Big orders'") == [None]
+    assert console.errors == []

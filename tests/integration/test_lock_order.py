@@ -2,7 +2,7 @@
 test: a claim that commits after a config change never returns what the change replaced, and
 deactivations, deletions, ordering switches and replays take their locks in the one order
 claims take theirs (configs, deliveries, health rows, key rows), so none deadlocks with a
-claim."""
+claim; and a change announced to the operational tenant waits for none of the relay's locks."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import gevent
 import pytest
 
-from db import configs, deliveries, events
+from db import configs, deliveries, events, operational, tenants
 from db.pool import connect
 from db.scope import DEFAULT_TENANT_ID, PLATFORM
 from db.vocabulary import Ordering
@@ -186,3 +186,30 @@ def test_replaying_an_earlier_failure_of_a_key_does_not_deadlock_with_a_claim_of
     else:  # the replay went first: it is the head now, due; the other waits
         assert make.row(earlier)["next_attempt_at"] is not None
         assert make.row(head)["next_attempt_at"] is None
+
+
+# -- an announcement written while the relay waits for the operational tenant's config ----------
+
+def test_a_change_announced_while_the_relay_publishes_waits_for_nothing(make):
+    """The relay holds the announcements it took while it fans them out, which share-locks the
+    operational tenant's configs; a change announced meanwhile writes a new row, which waits for
+    none of the relay's locks."""
+    hearing = tenants.create(make.pool, uid="platform")
+    platform = make.config(event_types=["endpoint.*"], tenant_id=hearing.id)
+    first, second = make.config(), make.config()
+    operational.point_at(make.pool, "platform")
+    configs.deactivate(make.pool, PLATFORM, first.id)  # announced: one row to publish
+
+    def relay():
+        return operational.relay(make.pool, tenant_id=hearing.id, public_url=None,
+                                 max_payload=1 << 20, strict=False, limit=10)
+
+    # The platform's config held, as its own deactivation holds it first: the relay's fan-out
+    # waits for it, holding the announcement it took.
+    with holding(make.pool, "SELECT 1 FROM configs WHERE id = %s FOR UPDATE", (platform.id,)):
+        relaying = gevent.spawn(relay)
+        waiting(make, 1)
+        (change,) = settled(gevent.spawn(configs.deactivate, make.pool, PLATFORM, second.id))
+        assert change.changed
+    assert settled(relaying) == [1]
+    assert make.column("SELECT config_id FROM operational_events") == [second.id]

@@ -8,11 +8,12 @@ import psycopg2
 import pytest
 
 from db import migrate as migrate_module
+from db.adhoc import sql
 from db.errors import DatabaseUnavailable
 from db.migrate import Migration, migrate, migrations
 from db.vocabulary import Status
 from tests.former_model import FORMER_SCHEMA
-from tests.helpers import PATIENCE
+from tests.helpers import PATIENCE, wait_until
 
 TABLES = {
     "configs", "events", "deliveries", "delivery_attempts", "replay_requests",
@@ -149,7 +150,7 @@ def _with_extra_migration(monkeypatch, tmp_path):
     extra.write_text("ALTER TABLE configs ADD COLUMN touched integer;\n")
     real = migrations()
     monkeypatch.setattr(migrate_module, "migrations",
-                        lambda: [*real, Migration(999, "touch_configs", extra)])
+                        lambda *_: [*real, Migration(999, "touch_configs", extra)])
     monkeypatch.setattr(migrate_module, "LOCK_TIMEOUT", "100ms")
 
 
@@ -247,3 +248,28 @@ def test_the_status_column_holds_exactly_the_status_type(database_url):
         if "status = ANY" in definition]
     assert len(checks) == 1
     assert re.findall(r"'(\w+)'::text", checks[0]) == [status.value for status in Status]
+
+
+def test_a_migration_behind_an_autovacuum_waits_long_enough_to_have_it_cancelled(
+        own_postgres, monkeypatch, tmp_path):
+    # An autovacuum holds a lock that conflicts with any schema change, and PostgreSQL cancels
+    # it only for a lock waited for longer than the deadlock timeout (1 s): here it would run
+    # for minutes (its cost limit of 1 makes it rest after every page).
+    dsn = own_postgres.dsn
+    sql(dsn, "ALTER SYSTEM SET autovacuum_naptime = '1s'", autocommit=True)
+    sql(dsn, "SELECT pg_reload_conf()")
+    sql(dsn, "CREATE TABLE vacuumed (n integer) WITH (autovacuum_vacuum_threshold = 0,"
+             " autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_cost_limit = 1,"
+             " autovacuum_vacuum_cost_delay = 100);"
+             " INSERT INTO vacuumed SELECT generate_series(1, 100000); DELETE FROM vacuumed")
+    wait_until(lambda: sql(dsn, "SELECT count(*) FROM pg_stat_activity WHERE backend_type ="
+                                " 'autovacuum worker' AND query LIKE '%vacuumed%'")[0][0])
+    extra = tmp_path / "0999_touch_vacuumed.sql"
+    extra.write_text("ALTER TABLE vacuumed ADD COLUMN touched integer;\n")
+    real = migrations()
+    monkeypatch.setattr(migrate_module, "migrations",
+                        lambda *_: [*real, Migration(999, "touch_vacuumed", extra)])
+    lines = []
+    assert [m.version for m in migrate(dsn, report=lines.append)] == [999]
+    assert any("an autovacuum runs: the next try waits 1200ms" in line for line in lines), lines
+    assert len(lines) == 2, lines  # the first try gave way, the second had the autovacuum go

@@ -29,7 +29,7 @@ KEYS = st.one_of(st.binary(min_size=1, max_size=2 * ENCODED_BYTES),
                  st.binary(min_size=ENCODED_BYTES - 2, max_size=ENCODED_BYTES + 2))
 
 
-@settings(max_examples=500)
+@settings(max_examples=200)
 @given(USABLE_TEXT)
 @example("customer-42 ✓")
 @example("k" * MAX_ORDERING_KEY_LENGTH)
@@ -38,7 +38,7 @@ def test_a_key_that_is_usable_text_is_its_own_ordering_key(text):
     assert given_ordering_key(text) == text
 
 
-@settings(max_examples=1000)
+@settings(max_examples=300)
 @given(KEYS)
 @example(SCHEMA_REGISTRY_KEY)
 @example(b"\xff")
@@ -51,7 +51,7 @@ def test_every_key_gives_a_stable_ordering_key_fit_to_store(key):
     made.encode("utf-8")  # storable text: no lone surrogates
 
 
-@settings(max_examples=1000)
+@settings(max_examples=300)
 @given(KEYS, KEYS)
 @example(b"\x00\xff", ENCODED_PREFIX.encode() + b"AP8=")  # an encoded form, sent as a key
 @example(b"k" * 300, (DIGEST_PREFIX + hashlib.sha256(b"k" * 300).hexdigest()).encode())

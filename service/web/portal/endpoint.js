@@ -18,7 +18,8 @@ import { call, can } from "./session.js";
 import { verificationSnippets } from "./snippets.js";
 
 const ENDPOINT = `query Endpoint($id: ID!) {
-  config(id: $id) { id name endpoint eventTypes active createdAt previousSecretsExpireAt
+  config(id: $id) { id name endpoint eventTypes filter filterStats { filteredOut }
+    active createdAt previousSecretsExpireAt
     health { state consecutiveFailures openedAt nextProbeAt lastFailure lastFailureAt
              pausedAt reason }
     recentAttempts(hours: 24) { attempts succeeded successRate } }
@@ -121,6 +122,11 @@ export async function endpointPage(id) {
     h("dl", { class: "facts" },
       h("dt", {}, "URL"), h("dd", { class: "wrap", dir: "auto" }, config.endpoint),
       h("dt", {}, "Event types"), h("dd", { dir: "auto" }, config.eventTypes.join(", ")),
+      config.filter ? [h("dt", {}, "Filter"), h("dd", {},
+        h("pre", { id: "endpoint-filter-shown", dir: "ltr" },
+          JSON.stringify(config.filter, null, 2)),
+        h("p", { class: "muted", id: "filtered-out" },
+          `${config.filterStats.filteredOut} events filtered out so far.`))] : null,
       h("dt", {}, "Added"), h("dd", {}, time(config.createdAt)),
       config.previousSecretsExpireAt.length ? [h("dt", {}, "Previous secret"),
         h("dd", {}, "still signs too until ", time(config.previousSecretsExpireAt[0]))] : null),

@@ -1,8 +1,9 @@
 // The endpoint form, to add an endpoint or change one: its URL (checked here, and by the
-// service), its name and its event types.
+// service), its name, its event types and its content filter.
 
 import { describe } from "/dashboard/api.js";
 import { h } from "/dashboard/ui.js";
+import { filterEditor } from "./filter.js";
 import { eventTypePicker } from "./picker.js";
 
 /** Say what is wrong with an endpoint URL, or null. */
@@ -25,6 +26,7 @@ export function endpointForm({ config = null, types, submitLabel, save, cancel }
   const name = h("input", { id: "endpoint-name", name: "name", maxlength: 200,
     value: config?.name, dir: "auto" });
   const picker = eventTypePicker(types, config?.eventTypes || []);
+  const filter = filterEditor(types, config?.filter || null);
   const problem = h("p", { class: "error", id: "form-error", role: "alert", hidden: true });
   const submit = h("button", { type: "submit", id: "endpoint-save" }, submitLabel);
 
@@ -42,8 +44,15 @@ export function endpointForm({ config = null, types, submitLabel, save, cancel }
     if (wrong) return fail(wrong);
     const eventTypes = picker.chosen();
     if (!eventTypes.length) return fail("Choose at least one event type or pattern.");
+    let chosenFilter;
     try {
-      await save({ endpoint: url.value.trim(), name: name.value.trim() || null, eventTypes });
+      chosenFilter = filter.value();
+    } catch (error) {
+      return fail(error.message);
+    }
+    try {
+      await save({ endpoint: url.value.trim(), name: name.value.trim() || null, eventTypes,
+        filter: chosenFilter });
     } catch (error) {
       fail(describe(error));
     }
@@ -51,7 +60,7 @@ export function endpointForm({ config = null, types, submitLabel, save, cancel }
   h("label", { for: "endpoint-url" }, "Endpoint URL"), url,
   h("label", { for: "endpoint-name" }, "Name (optional)"), name,
   picker.element,
-  // The content filter editor (a config's `filter` on the payload) takes its place here.
+  filter.element,
   problem,
   h("div", { class: "actions" }, submit,
     cancel ? h("button", { type: "button", class: "secondary", onclick: cancel }, "Cancel")
