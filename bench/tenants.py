@@ -233,7 +233,7 @@ def _build(pg, url: str, size: int, options: argparse.Namespace) -> World:
                           for i in range(0, len(configs), BATCH)])
         world.created["configs"] = _rate(len(configs), seconds)
 
-        broadcasts = _broadcasts(world, options.deliveries)
+        broadcasts = _broadcasts(world, options.deliveries, options.events_per_tenant)
         wal = _wal(dsn)
         seconds = _calls(api, token, BROADCAST, [
             {"input": {"tenants": uids, "type": EVENT_TYPE, "payload": {"n": n, "text": "x" * 100},
@@ -246,9 +246,10 @@ def _build(pg, url: str, size: int, options: argparse.Namespace) -> World:
     return world
 
 
-def _broadcasts(world: World, deliveries: int) -> list[list[str]]:
+def _broadcasts(world: World, deliveries: int, per_tenant: int) -> list[list[str]]:
     """Return the uids of each broadcast that makes about `deliveries` due: tenants drawn at
-    random (one event each), or at the baseline size every tenant, again and again."""
+    random, `per_tenant` events each, or at the baseline size every tenant, again and
+    again."""
     numbers = list(range(world.size))
     if world.size == BASELINE:
         per_round = sum(configs_of(n) for n in numbers)
@@ -259,8 +260,8 @@ def _broadcasts(world: World, deliveries: int) -> list[list[str]]:
         if total >= deliveries:
             break
         drawn.append(world.uids[n])
-        total += configs_of(n)
-    return [drawn[i:i + BATCH] for i in range(0, len(drawn), BATCH)]
+        total += configs_of(n) * per_tenant
+    return [drawn[i:i + BATCH] for i in range(0, len(drawn), BATCH)] * per_tenant
 
 
 def _token(dsn: str, role: str, tenant_id: int | None) -> str:
@@ -566,6 +567,10 @@ def main(argv: list[str]) -> int:
                         help="tenants created one at a time, the rest at once (default 2000)")
     parser.add_argument("--deliveries", type=int, default=22_000,
                         help="deliveries due in each database (default 22000)")
+    parser.add_argument("--events-per-tenant", type=int, default=1,
+                        help="events each tenant drawn for the due deliveries gets in the "
+                             "larger database: 1 spreads them over the most configs, one each "
+                             "(default 1)")
     parser.add_argument("--warmup", type=int, default=2_000,
                         help="deliveries sent before the clock starts (default 2000)")
     parser.add_argument("--workers", type=int, default=1,
