@@ -63,6 +63,7 @@ CALLS_AT_ONCE = 4  # API calls under way at once while creating
 DATABASE_REPEAT = 20  # calls of each API query whose statements are counted and timed
 CONCURRENCY = "50"  # WEBHOOKS_DISPATCH_CONCURRENCY of the worker
 CLAIM = "%claim_counted%"  # how pg_stat_statements' text of the claim statement is found
+RECORD = "%INSERT INTO delivery_attempts%"  # ... and of the record (with its settlement)
 CREATE_TENANT = "mutation ($input: CreateTenantInput!) { createTenant(input: $input) { id } }"
 CREATE_TENANTS = """
 mutation ($inputs: [CreateTenantInput!]!) { createTenants(inputs: $inputs) { id } }"""
@@ -456,18 +457,28 @@ def _dispatch(world: World, options: argparse.Namespace) -> dict:
         result = env.rate_between(world.dsn, DISPATCH_WHERE, due, timeout=options.timeout,
                                   warmup=min(options.warmup, due // 10),
                                   processes=processes)
-    calls, milliseconds, claimed = sql(
-        world.dsn, "SELECT sum(calls)::bigint, sum(total_exec_time)::float8, sum(rows)::bigint"
-                   " FROM pg_stat_statements WHERE toplevel AND dbid = (SELECT oid FROM"
-                   " pg_database WHERE datname = current_database()) AND query LIKE %s",
-        (CLAIM,))[0]
+    calls, milliseconds, claimed = _statement_time(world.dsn, CLAIM)
+    records, recording, _ = _statement_time(world.dsn, RECORD)
     sent = sql(world.dsn, f"SELECT count(*) FROM deliveries WHERE {DISPATCH_WHERE}")[0][0]
     result.update(tenants=world.size, due=due, workers=options.workers,
                   wal_bytes_per_delivery=round((_wal(world.dsn) - wal) / sent) if sent else None,
-                  claims=int(calls or 0),
+                  claims=calls,
                   claim_ms_per_delivery=round(milliseconds / claimed, 4) if claimed else None,
-                  claim_ms_per_call=round(milliseconds / calls, 3) if calls else None)
+                  claim_ms_per_call=round(milliseconds / calls, 3) if calls else None,
+                  record_ms_per_delivery=round(recording / sent, 4) if sent else None,
+                  record_ms_per_call=round(recording / records, 3) if records else None)
     return result
+
+
+def _statement_time(dsn: str, pattern: str) -> tuple[int, float, int]:
+    """Return the calls, milliseconds and rows of the top-level statements whose text matches
+    `pattern` (LIKE) since the last reset."""
+    calls, milliseconds, rows = sql(
+        dsn, "SELECT sum(calls)::bigint, sum(total_exec_time)::float8, sum(rows)::bigint"
+             " FROM pg_stat_statements WHERE toplevel AND dbid = (SELECT oid FROM"
+             " pg_database WHERE datname = current_database()) AND query LIKE %s",
+        (pattern,))[0]
+    return int(calls or 0), milliseconds or 0.0, int(rows or 0)
 
 
 def _wal(dsn: str) -> int:
@@ -531,11 +542,12 @@ def table(results: dict) -> str:
                          f"{row['p99_ms']:>8}")
     if "dispatch" in results:
         lines.append(f"\n{'dispatch, 1 worker':<28} {'due':>8} {'per s':>8} "
-                     f"{'claim ms/delivery':>18} {'worker cpu ms/delivery':>23} "
-                     f"{'WAL B/delivery':>15}")
+                     f"{'claim ms/delivery':>18} {'record ms/delivery':>19} "
+                     f"{'worker cpu ms/delivery':>23} {'WAL B/delivery':>15}")
         for size, row in results["dispatch"].items():
             lines.append(f"  {int(size):>9,} tenants{'':<9} {row['due']:>8} "
                          f"{row['per_second']:>8} {row['claim_ms_per_delivery']!s:>18} "
+                         f"{row['record_ms_per_delivery']!s:>19} "
                          f"{row.get('cpu_ms_per_delivery')!s:>23} "
                          f"{row['wal_bytes_per_delivery']!s:>15}")
     lines.append("")
