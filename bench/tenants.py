@@ -168,7 +168,12 @@ def run(options: argparse.Namespace, progress) -> dict:
                 for world in (small, large):
                     progress(f"dispatch at {world.size:,} tenants ...")
                     results["plans"][f"claim at {world.size:,} tenants"] = _claim_plan(world)
+                    logged = _log_slow_statements(pg, options.log_slow)
                     results["dispatch"][str(world.size)] = _dispatch(world, options)
+                    if options.log_slow:
+                        results["plans"][f"statements over {options.log_slow} ms while "
+                                         f"dispatching at {world.size:,} tenants"] = (
+                            _logged_plans(pg, logged))
     results["ratios"] = _ratios(results, options)
     results["targets"] = env.checked_targets(
         TARGETS, lambda key: results["ratios"].get(key))
@@ -481,6 +486,30 @@ def _statement_time(dsn: str, pattern: str) -> tuple[int, float, int]:
     return int(calls or 0), milliseconds or 0.0, int(rows or 0)
 
 
+def _log_slow_statements(pg, milliseconds: float | None) -> int:
+    """With `milliseconds`, have every new session log the plans of its statements slower
+    than that (auto_explain: nested statements, row counts, no timing); return where the
+    server's log ends now."""
+    if milliseconds:
+        for setting in ("session_preload_libraries = 'auto_explain'",
+                        f"auto_explain.log_min_duration = {float(milliseconds)}",
+                        "auto_explain.log_analyze = on", "auto_explain.log_timing = off",
+                        "auto_explain.log_nested_statements = on"):
+            sql(pg.dsn, f"ALTER SYSTEM SET {setting}", autocommit=True)
+        sql(pg.dsn, "SELECT pg_reload_conf()")
+    return pg.log_path.stat().st_size if pg.log_path.exists() else 0
+
+
+def _logged_plans(pg, start: int, most: int = 20) -> str:
+    """Return the first `most` plans the server logged after `start`."""
+    with pg.log_path.open(errors="replace") as log:
+        log.seek(start)
+        text = log.read()
+    entries = text.split("LOG:  duration: ")[1:]
+    return "\n".join("duration: " + entry.strip() for entry in entries[:most]) + (
+        f"\n({len(entries)} logged in all)")
+
+
 def _wal(dsn: str) -> int:
     """Return the server's WAL position, in bytes (what it wrote since: the difference)."""
     return int(sql(dsn, "SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")[0][0])
@@ -596,6 +625,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--settle", type=float, default=300.0,
                         help="seconds the API part waits at most for autovacuum to finish with "
                              "the tables just filled (default 300)")
+    parser.add_argument("--log-slow", type=float,
+                        help="while dispatching, log the plans of statements slower than this "
+                             "many milliseconds (auto_explain) into the plans file")
     parser.add_argument("--fast-unsafe", action="store_true",
                         help="fsync off (a smoke test, not a measure)")
     parser.add_argument("--quick", action="store_true",
