@@ -60,6 +60,7 @@ class Claimed:
     ordering_key: str | None = None  # of an ordered config's delivery: its key
     sequence: int | None = None  # and its place, 1, 2, 3… per config and key
     deprecated: bool = False  # its event's type is deprecated in the catalog
+    tenant_id: int = 0  # its config's tenant: a worker's sends take turns by tenant
 
 
 @dataclass(frozen=True)
