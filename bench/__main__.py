@@ -17,6 +17,7 @@ cost, with its own flags.
 relay's rate, with its own flags.
 `python -m bench tenant-upgrade --help`: how long the upgrade to tenants holds up dispatch,
 publishes and reads, table by table, with its own flags.
+`python -m bench tenants --help`: what 100,000 tenants cost, with its own flags.
 `python -m bench tenant-fairness --help`: a quiet tenant beside one with a thousand backlogged
 configs, with its own flags.
 """
@@ -185,6 +186,9 @@ def main() -> int:
     if sys.argv[1:2] == ["announcements"]:
         from bench import announcements
         return announcements.main(sys.argv[2:])
+    if sys.argv[1:2] == ["tenants"]:
+        from bench import tenants
+        return tenants.main(sys.argv[2:])
     if sys.argv[1:2] == ["live-page"]:
         from bench import live_page
         return live_page.main(sys.argv[2:])

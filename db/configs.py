@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import secrets as random_secrets
+import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -190,21 +192,35 @@ def create_many(pool: ConnectionPool, new: Sequence[NewConfig]) -> list[tuple[Co
             rows.append(config.row())
         except InvalidInput as error:
             raise numbered(error, number, len(new)) from None
+    for row in rows:  # named here, so that each row is found again by its id
+        row["id"] = row["id"] or str(uuid.uuid4())
     created = []
     with pool.transaction() as cursor:
-        for tenant_id, count in sorted(Counter(config.tenant_id for config in new).items()):
-            cursor.execute(QUERIES["config_room"], {"tenant_id": tenant_id, "adding": count})
+        counts = Counter(config.tenant_id for config in new)
+        cursor.execute(QUERIES["limited_tenants"], {"tenant_ids": list(counts)})
+        for (tenant_id,) in sorted(cursor.fetchall()):
+            cursor.execute(QUERIES["config_room"],
+                           {"tenant_id": tenant_id, "adding": counts[tenant_id]})
             limit = as_dict(cursor)
             if limit is not None and not limit["room"]:
                 raise InvalidInput(f"the tenant has {limit['configs']} configs and may have "
                                    f"{limit['max_configs']} (its maxConfigs); delete some or "
                                    "raise the limit")
+        cursor.execute(QUERIES["insert_configs"], {
+            "ids": [row["id"] for row in rows], "names": [row["name"] for row in rows],
+            "endpoints": [row["endpoint"] for row in rows],
+            "secrets": [row["secret"] for row in rows],
+            "event_types": [json.dumps(row["event_types"]) for row in rows],
+            "actives": [row["active"] for row in rows],
+            "orderings": [row["ordering"] for row in rows],
+            "blocks_on_failure": [row["block_on_failure"] for row in rows],
+            "tenant_ids": [row["tenant_id"] for row in rows],
+            "filters": [row["filter"] for row in rows]})
+        inserted = {row["id"]: Config.from_row(row) for row in as_dicts(cursor)}
+        if len(inserted) < len(rows):
+            raise NotFound("tenant not found")
         for config, row in zip(new, rows, strict=True):
-            cursor.execute(QUERIES["insert_config"], row)
-            inserted = as_dict(cursor)
-            if inserted is None:
-                raise NotFound("tenant not found")
-            stored = Config.from_row(inserted)
+            stored = inserted[row["id"]]
             if config.max_in_flight is not None or config.rate_per_second is not None:
                 health.set_limits(cursor, stored.id, max_in_flight=config.max_in_flight,
                                   rate_per_second=config.rate_per_second)

@@ -6,6 +6,7 @@ its history stays until retention, its uid stays taken)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -104,23 +105,67 @@ def _metadata(metadata: Any) -> str | None:
     return json.dumps(metadata, separators=(",", ":"))
 
 
-def create(pool: ConnectionPool, *, uid: str, name: str | None = None, metadata: Any = None,
-           max_configs: int | None = None, events_per_second: float | None = None,
-           deliveries_per_second: float | None = None) -> Tenant:
-    """Create a tenant (named by its uid when no name is given); raise InvalidInput when the
-    uid is taken, deleted tenants included."""
-    uid = check_uid(uid)
-    _check_limits(max_configs, events_per_second, deliveries_per_second, clearable=False)
+@dataclass(frozen=True)
+class NewTenant:
+    """What a tenant is created with: checked when it is created."""
+
+    uid: str
+    name: str | None = None  # its uid when None
+    metadata: Any = None  # a JSON object; {} when None
+    max_configs: int | None = None
+    events_per_second: float | None = None
+    deliveries_per_second: float | None = None
+
+    def row(self) -> dict[str, Any]:
+        """Return the checked values of the tenant's row."""
+        uid = check_uid(self.uid)
+        _check_limits(self.max_configs, self.events_per_second, self.deliveries_per_second,
+                      clearable=False)
+        return {"uid": uid, "name": _check_name(self.name if self.name is not None else uid),
+                "metadata": _metadata(self.metadata if self.metadata is not None else {}),
+                "max_configs": self.max_configs, "events_per_second": self.events_per_second,
+                "deliveries_per_second": self.deliveries_per_second}
+
+
+def numbered(error: InvalidInput, number: int, count: int) -> InvalidInput:
+    """Return `error` naming the `number`th (from 1) of `count` tenants created at once, as it
+    is when there is one."""
+    return InvalidInput(f"tenant {number}: {error}") if count > 1 else error
+
+
+def create(pool: ConnectionPool, *, uid: str, **fields: Any) -> Tenant:
+    """Create a tenant (the other fields of a NewTenant); raise InvalidInput when the uid is
+    taken, deleted tenants included."""
+    return create_many(pool, [NewTenant(uid, **fields)])[0]
+
+
+def create_many(pool: ConnectionPool, new: Sequence[NewTenant]) -> list[Tenant]:
+    """Create the tenants `new` in one statement, all or none; return them in the order given.
+    An invalid one of several, a uid given twice or taken (by a tenant deleted or not) is
+    named by its place (`tenant 3: ...`, counted from 1)."""
+    rows, places = [], {}
+    for number, tenant in enumerate(new, start=1):
+        try:
+            row = tenant.row()
+            if row["uid"] in places:
+                raise InvalidInput(f"uid: {row['uid']!r} is given twice (tenant "
+                                   f"{places[row['uid']]} too)")
+        except InvalidInput as error:
+            raise numbered(error, number, len(new)) from None
+        places[row["uid"]] = number
+        rows.append(row)
     with pool.transaction() as cursor:
-        cursor.execute(QUERIES["insert_tenant"], {
-            "uid": uid, "name": _check_name(name if name is not None else uid),
-            "metadata": _metadata(metadata if metadata is not None else {}),
-            "max_configs": max_configs, "events_per_second": events_per_second,
-            "deliveries_per_second": deliveries_per_second})
-        row = as_dict(cursor)
-    if row is None:
-        raise InvalidInput(f"uid: a tenant {uid!r} exists (a deleted tenant keeps its uid)")
-    return as_type(Tenant, row)
+        cursor.execute(QUERIES["insert_tenants"], {
+            column: [row[key] for row in rows] for column, key in (
+                ("uids", "uid"), ("names", "name"), ("metadata", "metadata"),
+                ("max_configs", "max_configs"), ("events_per_second", "events_per_second"),
+                ("deliveries_per_second", "deliveries_per_second"))})
+        created = {row["uid"]: as_type(Tenant, row) for row in as_dicts(cursor)}
+        taken = next((row["uid"] for row in rows if row["uid"] not in created), None)
+        if taken is not None:  # raised inside the transaction: nothing is created
+            raise numbered(InvalidInput(f"uid: a tenant {taken!r} exists (a deleted tenant "
+                                        "keeps its uid)"), places[taken], len(new))
+    return [created[row["uid"]] for row in rows]
 
 
 def get(pool: ConnectionPool, scope: Scope, uid: str) -> Tenant | None:
@@ -136,6 +181,13 @@ def by_ids(pool: ConnectionPool, scope: Scope, ids: list[int]) -> dict[int, Tena
     with pool.transaction() as cursor:
         cursor.execute(QUERIES["get_tenants_by_id"], {**scope.params(), "ids": list(ids)})
         return {row["id"]: as_type(Tenant, row) for row in as_dicts(cursor)}
+
+
+def by_uids(pool: ConnectionPool, scope: Scope, uids: Sequence[str]) -> list[Tenant]:
+    """Return the tenants of `uids` (deleted ones too) that `scope` may see."""
+    with pool.transaction() as cursor:
+        cursor.execute(QUERIES["get_tenants_by_uid"], {**scope.params(), "uids": list(uids)})
+        return [as_type(Tenant, row) for row in as_dicts(cursor)]
 
 
 def resolve(pool: ConnectionPool, scope: Scope, uid: str) -> Tenant:

@@ -65,7 +65,11 @@ def write(action: str, actor: str | None, role: str | None, ids: dict[str, Any],
 
 
 def ids_of(result: Any) -> dict[str, Any]:
-    """Return the config, event and delivery ids a mutation's result holds."""
+    """Return the config, event and delivery ids (or the tenant uids) a mutation's result
+    holds."""
+    if isinstance(result, list) and all(hasattr(each, "uid") for each in result):
+        uids = [each.uid for each in result]  # tenants created at once
+        return {"tenant_uids": uids[:MAX_IDS], "tenant_count": len(uids)}
     if isinstance(result, list):  # configs created at once
         configs = [str(getattr(each, "config", each).id) for each in result]
         return {"config_ids": configs[:MAX_IDS], "config_count": len(configs)}

@@ -172,6 +172,7 @@ class ConfigMutations:
         if not 1 <= len(inputs) <= MAX_CONFIGS_CREATED:
             raise InvalidInput(f"inputs: give 1 to {MAX_CONFIGS_CREATED:,} configs, not "
                                f"{len(inputs):,}")
+        tenancy.look_up(info, (input.tenant for input in inputs))
         new = []
         for number, input in enumerate(inputs, start=1):
             try:

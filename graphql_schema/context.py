@@ -56,6 +56,7 @@ class Context:
     create_tenants_on_publish: bool = False  # a publish to an unknown uid creates the tenant
     strict_event_types: bool = False  # only the catalog's types, at publish and in subscriptions
     tenants_seen: dict = field(default_factory=dict)  # tenants looked up by this request, by id
+    tenants_named: dict = field(default_factory=dict)  # the same, by uid
     endpoint_checks: dict = field(default_factory=dict)  # endpoint_refusal's answers, by host
     # the tenants of the rows listed so far: the first one asked for loads them all at once
     tenants_listed: set = field(default_factory=set)

@@ -89,6 +89,7 @@ def _recipients(info: Info, given: PublishEventInput) -> list[Tenant]:
     if info.context.create_tenants_on_publish and info.context.scope.is_platform:
         tenants.ids_of_uids(info.context.pool, [u for u in uids if u is not None],
                             create_missing=True)
+    tenancy.look_up(info, uids)
     return [tenancy.owner(info, uid) for uid in uids]
 
 

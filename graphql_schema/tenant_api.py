@@ -13,12 +13,14 @@ from strawberry.scalars import JSON
 
 from db import tenants, tokens
 from db.errors import InvalidInput, NotFound
-from db.tenants import CLEAR, TenantFilter
+from db.tenants import CLEAR, NewTenant, TenantFilter
 from graphql_schema import arguments, cursors, tenancy
 from graphql_schema.access import PlatformOnly, operator_mutation
 from graphql_schema.connections import COUNT_BOUND, DEFAULT_PAGE, PageInfo, connection, page_size
 from graphql_schema.context import Info
 from graphql_schema.tenant_types import Tenant
+
+MAX_TENANTS_CREATED = 1_000  # inputs of one createTenants
 
 
 @strawberry.type
@@ -114,6 +116,11 @@ class CreatedApiToken:
     record: ApiToken
 
 
+def _new_tenant(input: CreateTenantInput) -> NewTenant:
+    return NewTenant(uid=input.uid, name=input.name, metadata=input.metadata,
+                     **_limits(input.limits, clearing=False))
+
+
 def _unset_or(value, default=None):
     return default if value is strawberry.UNSET else value
 
@@ -181,9 +188,17 @@ class TenantQueries:
 class TenantMutations:
     @operator_mutation(platform=True, description="Create a tenant.")
     def create_tenant(self, info: Info, input: CreateTenantInput) -> Tenant:
-        return Tenant.from_row(tenants.create(
-            info.context.pool, uid=input.uid, name=input.name, metadata=input.metadata,
-            **_limits(input.limits, clearing=False)))
+        return Tenant.from_row(tenants.create_many(info.context.pool, [_new_tenant(input)])[0])
+
+    @operator_mutation(platform=True,
+                       description=f"Create up to {MAX_TENANTS_CREATED:,} tenants in one "
+                                   "transaction, all or none, in the order given.")
+    def create_tenants(self, info: Info, inputs: list[CreateTenantInput]) -> list[Tenant]:
+        if not 1 <= len(inputs) <= MAX_TENANTS_CREATED:
+            raise InvalidInput(f"inputs: give 1 to {MAX_TENANTS_CREATED:,} tenants, not "
+                               f"{len(inputs):,}")
+        return [Tenant.from_row(row) for row in tenants.create_many(
+            info.context.pool, [_new_tenant(input) for input in inputs])]
 
     @operator_mutation(platform=True,
                        description="Change a live tenant's name, metadata or limits.")

@@ -1,17 +1,31 @@
--- insert_config --
--- Create a config of a live tenant (share-locked, so a deletion of the tenant either waits for this or commits first and this creates nothing) and return it
+-- insert_configs --
+-- Create configs of live tenants (share-locked, in id order, so a deletion of one either waits for this or commits first and this creates none of its configs) and return them; each row's subscriptions come as a JSON array
 WITH tenant AS (
-    SELECT id FROM tenants WHERE id = %(tenant_id)s AND deleted_at IS NULL FOR KEY SHARE
+    SELECT id FROM tenants
+    WHERE id = ANY (%(tenant_ids)s::bigint[]) AND deleted_at IS NULL
+    ORDER BY id
+    FOR KEY SHARE
 )
 INSERT INTO configs (id, name, endpoint, secret, event_types, active, ordering,
                      block_on_failure, tenant_id, filter)
-SELECT coalesce(%(id)s, gen_random_uuid()::text), %(name)s, %(endpoint)s, %(secret)s,
-       %(event_types)s, %(active)s, %(ordering)s, %(block_on_failure)s, tenant.id,
-       %(filter)s::json
-FROM tenant
+SELECT i.id, i.name, i.endpoint, i.secret,
+       ARRAY(SELECT jsonb_array_elements_text(i.event_types::jsonb)), i.active, i.ordering,
+       i.block_on_failure, tenant.id, i.filter::json
+FROM unnest(%(ids)s::text[], %(names)s::text[], %(endpoints)s::text[], %(secrets)s::text[],
+            %(event_types)s::text[], %(actives)s::boolean[], %(orderings)s::text[],
+            %(blocks_on_failure)s::boolean[], %(tenant_ids)s::bigint[], %(filters)s::text[])
+    WITH ORDINALITY
+    AS i (id, name, endpoint, secret, event_types, active, ordering, block_on_failure,
+          tenant_id, filter, position)
+JOIN tenant ON tenant.id = i.tenant_id
+ORDER BY i.position
 RETURNING id, name, endpoint, event_types, active, created_at, updated_at, deleted_at,
           previous_secrets_expire_at(previous_secrets) AS previous_secrets_expire_at,
           ordering, block_on_failure, tenant_id, filter
+
+-- limited_tenants --
+-- Return the ids of the given tenants that limit their number of configs
+SELECT id FROM tenants WHERE id = ANY (%(tenant_ids)s::bigint[]) AND max_configs IS NOT NULL
 
 -- config_room --
 -- Lock a tenant that limits its configs (so that concurrent creations count one after the other) and say whether it has room for `adding` more; nothing when it has no limit

@@ -3,12 +3,18 @@
 t.id, t.uid, t.name, t.metadata, t.created_at, t.updated_at, t.deleted_at, t.max_configs,
 t.events_per_second, t.deliveries_per_second
 
--- insert_tenant --
--- Create a tenant; return it, or nothing when its uid is taken (by a tenant deleted or not)
+-- insert_tenants --
+-- Create tenants in the order given (identities in that order); return those created, none for a uid that is taken (by a tenant deleted or not)
 INSERT INTO tenants AS t (uid, name, metadata, max_configs, events_per_second,
                           deliveries_per_second)
-VALUES (%(uid)s, %(name)s, %(metadata)s::jsonb, %(max_configs)s, %(events_per_second)s,
-        %(deliveries_per_second)s)
+SELECT i.uid, i.name, i.metadata::jsonb, i.max_configs, i.events_per_second,
+       i.deliveries_per_second
+FROM unnest(%(uids)s::text[], %(names)s::text[], %(metadata)s::text[],
+            %(max_configs)s::integer[], %(events_per_second)s::float8[],
+            %(deliveries_per_second)s::float8[]) WITH ORDINALITY
+    AS i (uid, name, metadata, max_configs, events_per_second, deliveries_per_second,
+          position)
+ORDER BY i.position
 ON CONFLICT (uid) DO NOTHING
 RETURNING /* include tenant_columns */
 
@@ -24,6 +30,13 @@ ON CONFLICT (uid) DO NOTHING
 SELECT /* include tenant_columns */
 FROM tenants t
 WHERE t.uid = %(uid)s
+  AND (%(scope_tenant)s::bigint IS NULL OR t.id = %(scope_tenant)s::bigint)
+
+-- get_tenants_by_uid --
+-- Return the tenants of the given uids (deleted ones too) that the scope may see
+SELECT /* include tenant_columns */
+FROM tenants t
+WHERE t.uid = ANY (%(uids)s::text[])
   AND (%(scope_tenant)s::bigint IS NULL OR t.id = %(scope_tenant)s::bigint)
 
 -- get_tenants_by_id --

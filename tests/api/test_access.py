@@ -69,6 +69,7 @@ def test_every_mutation_is_forbidden_to_a_viewer(viewer, make):
         "resetCircuit": f'(id: "{config.id}") {{ changed }}',
         "createConfigs": '(inputs: [{endpoint: "https://e.com", eventTypes: ["a"]}]) { secret }',
         "createTenant": '(input: {uid: "t"}) { uid }',
+        "createTenants": '(inputs: [{uid: "t"}]) { uid }',
         "updateTenant": '(uid: "default", input: {name: "x"}) { uid }',
         "deleteTenant": '(uid: "default") { configsStopped }',
         "createApiToken": '(name: "n", role: OPERATOR) { token }',

@@ -89,6 +89,13 @@ def test_configs_created_at_once_are_audited_by_their_ids_and_count(api, audit_l
         assert each["secret"].split("_", 1)[1] not in stream.getvalue()
 
 
+def test_tenants_created_at_once_are_audited_by_their_uids_and_count(api, audit_lines):
+    api.data("mutation { createTenants(inputs: [{uid: \"t1\"}, {uid: \"t2\"}]) { uid } }")
+    lines, _ = audit_lines()
+    assert [(line["audit"], line["result"]) for line in lines] == [("createTenants", "ok")]
+    assert lines[0]["ids"] == {"tenant_uids": ["t1", "t2"], "tenant_count": 2}
+
+
 def test_a_mutation_refused_for_want_of_a_valid_token_is_audited(api, pool, audit_lines):
     _, revoked = tokens.create(pool, name="former", tenant_id=None, role="operator")
     tokens.revoke(pool, "former")

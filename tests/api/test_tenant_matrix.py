@@ -350,6 +350,8 @@ MATRIX: dict[str, Callable[[World], None]] = {
     "Mutation.replayDeliveries": replay_many,
     "Mutation.createTenant": platform_only('mutation { createTenant(input: {uid: "c"}) '
                                            '{ uid } }'),
+    "Mutation.createTenants": platform_only('mutation { createTenants(inputs: [{uid: "c"}]) '
+                                            '{ uid } }'),
     "Mutation.updateTenant": platform_only('mutation { updateTenant(uid: "b", input: '
                                            '{name: "x"}) { uid } }'),
     "Mutation.deleteTenant": platform_only('mutation { deleteTenant(uid: "b") '

@@ -78,6 +78,51 @@ def test_a_tenant_is_created_listed_changed_and_found_by_uid(api):
     assert api.code('{ tenant(uid: "nobody") { uid } }') == "NOT_FOUND"
 
 
+CREATE_TENANTS = """mutation ($inputs: [CreateTenantInput!]!) {
+  createTenants(inputs: $inputs) { uid name metadata limits { maxConfigs eventsPerSecond } }
+}"""
+
+
+def test_tenants_are_created_at_once_in_order_all_or_none(api, make):
+    created = api.data(CREATE_TENANTS, {"inputs": [
+        {"uid": "cus_1", "name": "One", "metadata": {"plan": "pro"}},
+        {"uid": "cus_2", "limits": {"maxConfigs": 2, "eventsPerSecond": 5.0}},
+        {"uid": "cus_3"}]})["createTenants"]
+    assert created == [
+        {"uid": "cus_1", "name": "One", "metadata": {"plan": "pro"},
+         "limits": {"maxConfigs": None, "eventsPerSecond": None}},
+        {"uid": "cus_2", "name": "cus_2", "metadata": {},
+         "limits": {"maxConfigs": 2, "eventsPerSecond": 5.0}},
+        {"uid": "cus_3", "name": "cus_3", "metadata": {},
+         "limits": {"maxConfigs": None, "eventsPerSecond": None}}]
+    listed = api.data(TENANTS, {"first": 3})["tenants"]["edges"]
+    assert [edge["node"]["uid"] for edge in listed] == ["cus_3", "cus_2", "cus_1"]  # newest first
+    before = make.count("SELECT count(*) FROM tenants")
+
+    taken = api.error(CREATE_TENANTS, {"inputs": [{"uid": "new_1"}, {"uid": "cus_2"}]})
+    assert taken["extensions"]["code"] == "BAD_USER_INPUT"
+    assert taken["message"] == "tenant 2: uid: a tenant 'cus_2' exists (a deleted tenant keeps " \
+                               "its uid)"
+    twice = api.error(CREATE_TENANTS, {"inputs": [{"uid": "x"}, {"uid": "y"}, {"uid": "x"}]})
+    assert twice["message"] == "tenant 3: uid: 'x' is given twice (tenant 1 too)"
+    bad = api.error(CREATE_TENANTS, {"inputs": [{"uid": "ok"}, {"uid": "line\nbreak"}]})
+    assert bad["message"].startswith("tenant 2: uid: only printable characters")
+    assert api.code(CREATE_TENANTS, {"inputs": [{"uid": "ok", "metadata": [1]}]}) \
+        == "BAD_USER_INPUT"
+    for count in (0, 1001):
+        assert api.error(CREATE_TENANTS, {"inputs": [{"uid": f"t{n}"} for n in range(count)]}
+                         )["message"] == f"inputs: give 1 to 1,000 tenants, not {count:,}"
+    assert make.count("SELECT count(*) FROM tenants") == before  # none of them created
+    assert len(api.data(CREATE_TENANTS, {"inputs": [{"uid": f"t{n}"} for n in range(1000)]}
+                        )["createTenants"]) == 1000
+
+
+def test_one_tenant_created_alone_says_its_uid_is_taken_without_a_number(api):
+    api.data(CREATE_TENANT, {"input": {"uid": "cus_9"}})
+    assert api.error(CREATE_TENANT, {"input": {"uid": "cus_9"}})["message"] == \
+        "uid: a tenant 'cus_9' exists (a deleted tenant keeps its uid)"
+
+
 def test_a_config_and_its_events_belong_to_one_tenant(api, make):
     api.data(CREATE_TENANT, {"input": {"uid": "a"}})
     api.data(CREATE_TENANT, {"input": {"uid": "b"}})
@@ -193,6 +238,27 @@ def test_a_tenant_may_have_at_most_its_limit_of_configs(api):
     api.data(CREATE_TENANT, {"input": {"uid": "three", "limits": {"maxConfigs": 3}}})
     assert api.code(many, {"inputs": [config_input("three")] * 4}) == "BAD_USER_INPUT"
     assert len(api.data(many, {"inputs": [config_input("three")] * 3})["createConfigs"]) == 3
+
+
+def test_configs_of_many_tenants_are_created_at_once_each_in_its_tenant(api, make):
+    many = """mutation ($inputs: [CreateConfigInput!]!) { createConfigs(inputs: $inputs)
+        { config { name tenant { uid } } } }"""
+    api.data(CREATE_TENANTS, {"inputs": [{"uid": f"m{n}"} for n in range(5)]
+                              + [{"uid": "capped", "limits": {"maxConfigs": 1}}]})
+    inputs = [{**config_input(f"m{n % 5}"), "name": f"c{n}"} for n in range(12)]
+    created = api.data(many, {"inputs": inputs})["createConfigs"]
+    assert [(c["config"]["name"], c["config"]["tenant"]["uid"]) for c in created] == [
+        (f"c{n}", f"m{n % 5}") for n in range(12)]  # in the order given
+    before = make.count("SELECT count(*) FROM configs")
+    assert api.code(many, {"inputs": [config_input("m1"), config_input("capped"),
+                                      config_input("capped")]}) == "BAD_USER_INPUT"
+    api.data(DELETE_TENANT, {"uid": "m4"})
+    assert api.code(many, {"inputs": [config_input("m1"), config_input("m4")]}) == "NOT_FOUND"
+    assert api.code(many, {"inputs": [config_input("m1"), config_input("nobody")]}) \
+        == "NOT_FOUND"
+    refused = api.error(many, {"inputs": [config_input("m1"), config_input("bad\x00uid")]})
+    assert refused["message"] == "config 2: tenant: must not contain NUL characters"
+    assert make.count("SELECT count(*) FROM configs") == before  # none of them
 
 
 def test_tenant_stats_count_each_tenants_own(api):
