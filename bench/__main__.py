@@ -18,6 +18,8 @@ relay's rate, with its own flags.
 `python -m bench tenant-upgrade --help`: how long the upgrade to tenants holds up dispatch,
 publishes and reads, table by table, with its own flags.
 `python -m bench tenants --help`: what 100,000 tenants cost, with its own flags.
+`python -m bench tenant-fairness --help`: a quiet tenant beside one with a thousand backlogged
+configs, with its own flags.
 """
 
 from service.patch import patch
@@ -193,6 +195,9 @@ def main() -> int:
     if sys.argv[1:2] == ["catalog"]:
         from bench import catalog
         return catalog.main(sys.argv[2:])
+    if sys.argv[1:2] == ["tenant-fairness"]:
+        from bench import tenant_fairness
+        return tenant_fairness.main(sys.argv[2:])
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenarios", nargs="*", default=["all"],

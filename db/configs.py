@@ -378,7 +378,7 @@ def update(
     }
     with pool.transaction() as cursor:
         if ordering is not None or block_on_failure is not None:
-            lock_for_change(cursor, [id], pending_of=[id])  # their turns may move
+            lock_for_change(cursor, scope, [id], pending_of=[id])  # their turns may move
         cursor.execute(QUERIES["update_config"], params)
         config = _found(as_dict(cursor), id)
         health.set_limits(cursor, id, max_in_flight=max_in_flight,
@@ -403,19 +403,22 @@ def deactivate(pool: ConnectionPool, scope: Scope, id: str, *,
     transaction."""
     with pool.transaction() as cursor:
         health.act_as(cursor, actor, reason)
-        lock_for_change(cursor, [id], pending_of=[id])
+        lock_for_change(cursor, scope, [id], pending_of=[id])
         change = deactivate_in(cursor, scope, id)
         if change.changed:
             health.note_reason(cursor, id, reason)
         return change
 
 
-def lock_for_change(cursor: Any, ids: Sequence[str], *, pending_of: Sequence[str]) -> None:
+def lock_for_change(cursor: Any, scope: Scope, ids: Sequence[str], *,
+                    pending_of: Sequence[str]) -> None:
     """In the caller's transaction, before changing configs `ids`: lock them, then the pending
     deliveries of `pending_of` (those whose change moves them), then their health rows, in
-    the one lock order every statement follows (docs/architecture.md)."""
+    the one lock order every statement follows (docs/architecture.md). Only the rows of
+    `scope` are locked: naming another tenant's config holds up nothing of that tenant."""
     cursor.execute(QUERIES["lock_for_config_change"],
-                   {"configs": sorted(set(ids)), "pending_of": sorted(set(pending_of))})
+                   {**scope.params(), "configs": sorted(set(ids)),
+                    "pending_of": sorted(set(pending_of))})
 
 
 def deactivate_in(cursor: Any, scope: Scope, id: str) -> ConfigChange:
@@ -438,7 +441,7 @@ def delete(pool: ConnectionPool, scope: Scope, id: str, *,
     reason = "deleted by an operator"
     with pool.transaction() as cursor:
         health.act_as(cursor, actor, reason)
-        lock_for_change(cursor, [id], pending_of=[id])
+        lock_for_change(cursor, scope, [id], pending_of=[id])
         cursor.execute(QUERIES["delete_config"], {**scope.params(), "id": id})
         config = _found(as_dict(cursor), id)
         cursor.execute(QUERIES["cancel_pending_deliveries_of_config"], {"id": id})

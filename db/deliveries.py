@@ -60,6 +60,7 @@ class Claimed:
     ordering_key: str | None = None  # of an ordered config's delivery: its key
     sequence: int | None = None  # and its place, 1, 2, 3… per config and key
     deprecated: bool = False  # its event's type is deprecated in the catalog
+    tenant_id: int = 0  # its config's tenant: a worker's sends take turns by tenant
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,8 @@ def record_and_deactivate(pool: ConnectionPool, results: Sequence[AttemptResult]
     deactivated: dict[str, int] = {}
     with pool.transaction() as cursor:
         health.act_as(cursor, None, reason)
-        configs.lock_for_change(cursor, [*configs_touched, *deactivate], pending_of=deactivate)
+        configs.lock_for_change(cursor, PLATFORM, [*configs_touched, *deactivate],
+                                pending_of=deactivate)
         for config_id in sorted(deactivate):
             try:
                 change = configs.deactivate_in(cursor, PLATFORM, config_id)
@@ -320,7 +322,8 @@ def replay(cursor: Any, scope: Scope, delivery_id: int) -> Replay:
     Raises NotFound for an unknown delivery and NotEligible (saying why) for any other state,
     or when its config is inactive or deleted.
     """
-    cursor.execute(QUERIES["lock_key_turns_of_deliveries"], {"ids": [delivery_id]})
+    cursor.execute(QUERIES["lock_key_turns_of_deliveries"],
+                   {**scope.params(), "ids": [delivery_id]})
     cursor.execute(QUERIES["replay_delivery"], {**scope.params(), "id": delivery_id})
     row = as_dict(cursor)
     if row is not None:
@@ -368,7 +371,7 @@ def replay_page(
     page, has_more = [id for _, id in listed[:limit]], len(listed) > limit
     if not page:
         return ReplayPage([], [], [], has_more=False, last=None)
-    cursor.execute(QUERIES["lock_key_turns_of_deliveries"], {"ids": page})
+    cursor.execute(QUERIES["lock_key_turns_of_deliveries"], {**scope.params(), "ids": page})
     cursor.execute(QUERIES["replay_listed_deliveries"], {**scope.params(), "ids": page})
     replayed, expedited, skipped = [], [], []
     for row in as_dicts(cursor):

@@ -19,7 +19,14 @@ from db.pool import ConnectionPool
 from db.rows import as_dicts, as_type
 from db.scope import Scope
 from db.sql import QUERIES
-from db.vocabulary import CircuitState, HealthChangeKind, HealthState, Verdict
+from db.vocabulary import (
+    PLATFORM_ACTOR,
+    PORTAL_ACTOR_PREFIX,
+    CircuitState,
+    HealthChangeKind,
+    HealthState,
+    Verdict,
+)
 
 MAX_IN_FLIGHT = 10_000  # largest per-config cap accepted
 MAX_RATE = 100_000.0  # requests per second, largest per-config rate accepted
@@ -176,11 +183,19 @@ class HealthChange:
     reason: str | None
 
 
+# A portal session's actor name, as the statements match it (its prefix holds no character a
+# regular expression reads otherwise).
+SESSION_ACTOR = f"^{PORTAL_ACTOR_PREFIX}[0-9]{{1,18}}$"
+
+
 def changes(pool: ConnectionPool, scope: Scope, id: str, *, limit: int,
             before: int | None = None) -> list[HealthChange]:
-    """Return config `id`'s health history, newest first, below the id `before`."""
+    """Return config `id`'s health history, newest first, below the id `before`. A tenant's
+    `scope` reads who acted only where it was one of its own tokens or portal sessions; any
+    other actor (the platform's tokens, its on-call commands) reads PLATFORM_ACTOR."""
     rows = pool.rows("health_changes_of_config",
-                     {**scope.params(), "id": id, "limit": limit, "before": before})
+                     {**scope.params(), "id": id, "limit": limit, "before": before,
+                      "session_actor": SESSION_ACTOR, "platform_actor": PLATFORM_ACTOR})
     return [HealthChange(**{**row, "change": HealthChangeKind(row["change"]),
                             "circuit": None if row["circuit"] is None
                             else CircuitState(row["circuit"])}) for row in rows]

@@ -18,7 +18,7 @@ from db.pool import ConnectionPool
 from db.rows import as_dict
 from db.sql import QUERIES
 from db.tokens import Principal, digest
-from db.vocabulary import PORTAL_TOKEN_PREFIX, PortalCapability
+from db.vocabulary import PORTAL_ACTOR_PREFIX, PORTAL_TOKEN_PREFIX, PortalCapability
 
 MIN_EXPIRES_IN = 60  # seconds: the shortest session
 MAX_EXPIRES_IN = 86_400  # seconds: the longest session (a day); a platform mints a new one
@@ -76,7 +76,7 @@ def authenticate(pool: ConnectionPool, token: str) -> Principal | None:
     if row is None:
         return None
     capabilities = frozenset(PortalCapability(c) for c in row["capabilities"])
-    return Principal(name=f"portal-session:{row['id']}",
+    return Principal(name=f"{PORTAL_ACTOR_PREFIX}{row['id']}",
                      role="viewer" if capabilities <= READ_ONLY else "operator",
                      tenant_id=row["tenant_id"], tenant_uid=row["tenant_uid"],
                      capabilities=capabilities,

@@ -248,7 +248,7 @@ def delete(pool: ConnectionPool, uid: str, *, actor: str | None = None) -> Delet
             raise NotFound(f"tenant {uid!r} not found")
         cursor.execute(QUERIES["configs_of_tenant"], {"tenant_id": tenant.id})
         ids = [row["id"] for row in as_dicts(cursor)]
-        configs.lock_for_change(cursor, ids, pending_of=ids)
+        configs.lock_for_change(cursor, PLATFORM, ids, pending_of=ids)
         # Marked deleted before its configs stop: stopping them announces nothing to the
         # operational tenant (the platform deleted the tenant; `announces_for()`).
         cursor.execute(QUERIES["mark_tenant_deleted"], {"id": tenant.id})

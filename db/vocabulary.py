@@ -59,6 +59,10 @@ IN_HAND = (Status.PENDING, Status.DELIVERING)  # the work queue, not yet finishe
 SECRET_PREFIX = "whsec_"  # a config's signing secret (Standard Webhooks): whsec_<base64 key>
 TOKEN_PREFIX = "whk_"  # an API bearer token
 PORTAL_TOKEN_PREFIX = "whp_"  # a portal session's bearer token (short-lived, one tenant)
+# Who acted, as a tenant reads a change: a portal session is named by this and its number;
+# anyone not the tenant's own (a platform-wide token, an on-call command) by PLATFORM_ACTOR.
+PORTAL_ACTOR_PREFIX = "portal-session:"
+PLATFORM_ACTOR = "platform"
 
 
 class PortalCapability(StrEnum):

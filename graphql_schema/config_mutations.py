@@ -186,12 +186,14 @@ class ConfigMutations:
                        description="Change the endpoint, event types, name, limits, ordering, "
                                    "failure policy or filter of a config.")
     def update_config(self, info: Info, id: strawberry.ID, input: UpdateConfigInput) -> Config:
+        subscriptions = _subscriptions(info, _given(input.event_types))
+        portal_limits.check_config(info, _config_id(id), subscriptions)
         config = configs.update(
             info.context.pool,
             info.context.scope,
             _config_id(id),
             endpoint=_endpoint(info, _given(input.endpoint)),
-            event_types=_subscriptions(info, _given(input.event_types)),
+            event_types=subscriptions,
             name=arguments.text(_given(input.name), "name"),
             set_name=input.name is not strawberry.UNSET,
             max_in_flight=_limit(input.max_in_flight),
@@ -206,6 +208,7 @@ class ConfigMutations:
     @operator_mutation(capability=PortalCapability.MANAGE_ENDPOINTS,
                        description="Activate a config; cancelled deliveries stay cancelled.")
     def activate_config(self, info: Info, id: strawberry.ID) -> Config:
+        portal_limits.check_config(info, _config_id(id))
         return Config.from_row(configs.activate(info.context.pool, info.context.scope,
                                                 _config_id(id), actor=info.context.token_name))
 
@@ -231,6 +234,7 @@ class ConfigMutations:
                     "secret signing at once, to revoke a leaked one.")
     def rotate_config_secret(self, info: Info, id: strawberry.ID, secret: str | None = None,
                              grace_seconds: int | None = None) -> ConfigWithSecret:
+        portal_limits.check_config(info, _config_id(id))
         grace = arguments.grace_seconds(grace_seconds)
         if grace is None:
             grace = info.context.secret_rotation_grace

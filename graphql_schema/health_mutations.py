@@ -9,7 +9,7 @@ import strawberry
 from db import configs, health
 from db.errors import NotFound
 from db.vocabulary import CircuitState, HealthState, PortalCapability
-from graphql_schema import arguments
+from graphql_schema import arguments, portal_limits
 from graphql_schema.access import operator_mutation
 from graphql_schema.context import Info
 from graphql_schema.types import Config
@@ -26,8 +26,12 @@ class ConfigHealthChange:
 
 
 def _apply(info: Info, id: strawberry.ID, change, reason: str | None, *, done: str,
-           already: str, default_reason: str) -> ConfigHealthChange:
+           already: str, default_reason: str, sends: bool = True) -> ConfigHealthChange:
+    """Run a health `change` of config `id`; one that `sends` (resume, reset) lets its
+    deliveries go again, which a portal session may do only within its event types."""
     config_id = arguments.text(str(id), "id")
+    if sends:
+        portal_limits.check_config(info, config_id)
     why = arguments.text(reason, "reason") or default_reason
     scope = info.context.scope
     changed = change(info.context.pool, scope, config_id, reason=why,
@@ -37,7 +41,9 @@ def _apply(info: Info, id: strawberry.ID, change, reason: str | None, *, done: s
         raise NotFound(f"config {arguments.shown(id)} not found")
     message = done if changed else already
     if changed:
-        log.info(message, extra={"config_id": config_id, "reason": why})
+        log.info(message, extra={"config_id": config_id, "reason": why,
+                                 "actor": info.context.token_name,
+                                 "tenant": info.context.tenant_uid})
     return ConfigHealthChange(config=Config.from_row(row), changed=changed, message=message)
 
 
@@ -52,7 +58,7 @@ class HealthMutations:
                      reason: str | None = None) -> ConfigHealthChange:
         return _apply(info, id, health.pause, reason, done="config paused",
                       already="config was already paused; nothing changed",
-                      default_reason="paused by an operator")
+                      default_reason="paused by an operator", sends=False)
 
     @operator_mutation(capability=PortalCapability.MANAGE_ENDPOINTS,
                        description="Resume a paused config; its backlog is released "

@@ -46,7 +46,8 @@ class TenantLimits:
     events_per_second: float | None = strawberry.field(
         description="Events it may publish a second (over it: RATE_LIMITED).")
     deliveries_per_second: float | None = strawberry.field(
-        description="Deliveries it may be sent a second, across its configs.")
+        description="Deliveries it may be sent a second, across its configs (over it, they "
+                    "wait pending: no attempt is spent, and other tenants are not slowed).")
 
 
 @strawberry.type(description="One customer of the platform: it owns its configs and, through "

@@ -384,7 +384,10 @@ class HealthChange:
     changed_at: datetime
     change: HealthChangeWord
     actor: str | None = strawberry.field(
-        description="Who: an API token's name or `cli:<user>`; null: the service itself.")
+        description="Who: an API token's name, a portal session (`portal-session:<n>`) or "
+                    "`cli:<user>`; null: the service itself. A tenant's token or portal "
+                    "session reads `platform` for anyone not its own (the platform's tokens "
+                    "and on-call commands).")
     reason: str | None = strawberry.field(
         description="Why: the operator's reason, or the failure or answer that caused it.")
 

@@ -47,7 +47,8 @@ def stage(make, config_id: str, **columns) -> None:
 
 
 def events_for(make, config, count: int) -> list[int]:
-    return [make.event(type=config.event_types[0])[1][0] for _ in range(count)]
+    return [make.event(type=config.event_types[0], tenant_id=config.tenant_id)[1][0]
+            for _ in range(count)]
 
 
 def open_circuit(make, config) -> None:

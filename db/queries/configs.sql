@@ -221,7 +221,7 @@ WHERE config_id = %(id)s AND status = 'pending'
 RETURNING id
 
 -- lock_for_config_change --
--- Take, in the one lock order (configs, deliveries, health rows, key rows), the locks a change of configs that moves their deliveries needs: the rows of the configs (`configs`, in id order), the pending deliveries of those whose deliveries it moves (`pending_of`), then the configs' health rows (in id order), one statement after the other
+-- Take, in the one lock order (configs, deliveries, health rows, key rows), the locks a change of configs (of the scope) that moves their deliveries needs: the rows of the configs (`configs`, in id order), the pending deliveries of those whose deliveries it moves (`pending_of`), then the configs' health rows (in id order), one statement after the other
 --
 -- Claims lock pending deliveries and then health rows; records and ingests lock configs, then
 -- deliveries, then health rows, then key rows; updating a config also updates its health row
@@ -229,17 +229,25 @@ RETURNING id
 -- deliveries) or changes its ordering (numbering them and settling their turns) must hold the
 -- config before the deliveries, and the deliveries before its health row, or it deadlocks with
 -- a claim that holds a delivery and waits for the health row.
+--
+-- Only the scope's rows are locked: a call naming another tenant's config (which then finds
+-- nothing to change) must not hold up that tenant's claims, ingests and changes meanwhile.
 SELECT count(*) FROM (
-    SELECT id FROM configs WHERE id = ANY(%(configs)s::text[]) ORDER BY id FOR UPDATE
+    SELECT id FROM configs
+    WHERE id = ANY(%(configs)s::text[])
+      AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
+    ORDER BY id FOR UPDATE
 ) configs_locked;
 SELECT count(*) FROM (
     SELECT id FROM deliveries
     WHERE config_id = ANY(%(pending_of)s::text[]) AND status = 'pending'
+      AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
     FOR UPDATE
 ) deliveries_locked;
 SELECT count(*) FROM (
     SELECT config_id FROM config_health
     WHERE config_id = ANY(%(configs)s::text[])
+      AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
     ORDER BY config_id
     FOR UPDATE
 ) health_locked

@@ -1,5 +1,5 @@
 -- claim_due_deliveries --
--- Claim up to `limit` due deliveries fairly across configs, within each config's cap, rate and ramp, nothing of a paused or open config but one probe when it is due, no more of a config than the worker has room for; count them in flight on the configs' health rows in the same transaction; return what the attempt needs, read from the config as it is now
+-- Claim up to `limit` due deliveries fairly across tenants and, within each, across its configs, within each tenant's rate and each config's cap, rate and ramp, nothing of a paused or open config but one probe when it is due, no more of a config than the worker has room for; count them in flight on the configs' health rows and move the tenants' turns in the same statement; return what the attempt needs, read from the config as it is now
 --
 -- A worker sends at most a share of one config at once (its maxInFlight, or the per-worker
 -- default WEBHOOKS_ENDPOINT_CONCURRENCY, `cap`) and holds at most `hold` shares: one sending,
@@ -7,13 +7,18 @@
 -- shares less what it holds: `room_ids`/`rooms` for the configs it holds), so that one
 -- config's backlog never fills the worker while other configs wait.
 --
--- The claim is driven by the configs' health rows, not by the global due order: a config
--- whose backlog is held (paused, open, at its cap, throttled) is filtered out by its health
--- row alone and its deliveries are never read, and every other config's oldest due
--- deliveries are found through the (config_id, next_attempt_at) index. So one config's
--- backlog of any size neither delays another config's delivery nor slows the claim. The
--- health rows read are those of the ready set (`next_due_at`, kept in step with the
--- deliveries by triggers): configs with nothing due cost the claim nothing, however many.
+-- The claim is driven by the tenants' and the configs' turns, not by the global due order:
+-- it walks the tenants with something due, the longest-unserved first (tenant_turns, with the
+-- wakes left since the last claims: migration 0034), and within each of them its configs in
+-- turn order through the tenant's turns index, stopping after the tenants and configs it can
+-- take; a config whose backlog is held (paused, open, at its cap, throttled) is filtered out
+-- by its health row alone and its deliveries are never read, and a tenant over its
+-- deliveriesPerSecond waits in its turn's index until its rate allows. Each config's oldest
+-- due deliveries are read through the (config_id, next_attempt_at) index without a lock, and
+-- only those the claim takes are locked (SKIP LOCKED, in the claim's order: a delivery another
+-- worker holds gives its place to the next). So no tenant's or config's backlog of any size
+-- delays another's delivery or slows the claim, and configs and tenants with nothing due cost
+-- the claim nothing, however many.
 --
 -- The health rows are read without a lock and locked last, in config id order (the order
 -- every statement that locks several of them uses, so that none deadlocks with another), just
@@ -29,34 +34,89 @@
 -- replaced: the config's row is read from the statement's snapshot, and every change of
 -- what a request is sent with counts up the version on the health row this step locks, so a
 -- change that committed while the claim ran is seen here, and the claim is run again on a
--- snapshot that holds it.
-WITH health AS MATERIALIZED (
-    -- Configs that may send now and have something due, the longest-unserved first, with
-    -- how many deliveries each may take: the ready set walked in turn order through its
-    -- index, stopping after `limit` configs (claimable_configs, migration 0027).
-    SELECT h.config_id, h.circuit, h.rate_per_second, h.max_in_flight, h.version,
-           h.held_now, h.quota
-    FROM claimable_configs(%(limit)s::integer, %(cap)s::integer, %(ramp)s::float8,
-                           %(rate_burst)s::float8, %(capacity)s::integer, %(hold)s::integer,
-                           %(room_ids)s::text[], %(rooms)s::integer[]) h
+-- snapshot that holds it. A rate-limited tenant's schedule is moved the same way (its row
+-- locked, the schedule checked to be the one read, else the claim runs again); any other
+-- tenant's row is moved only if no other claim holds it (SKIP LOCKED): its turn is a matter
+-- of order, and the claim that holds it moves it.
+WITH wakes AS MATERIALIZED (
+    -- What made configs ready, or ready sooner, since the claims last looked (oldest first).
+    SELECT w.id, w.tenant_id, w.ready_at
+    FROM tenant_wakes w
+    ORDER BY w.id
+    LIMIT 1000
 ),
-due AS MATERIALIZED (
-    -- Up to its quota of each config's oldest due deliveries, locked, skipping rows other
-    -- workers hold (config_due_deliveries: the per-config index, planned for that config).
-    SELECT p.id, h.config_id, p.next_attempt_at
+woken AS MATERIALIZED (
+    SELECT tenant_id, min(ready_at) AS ready_at FROM wakes GROUP BY tenant_id
+),
+tenants AS MATERIALIZED (
+    -- Tenants that may send now and may have something due, the longest-unserved first, with
+    -- how many deliveries each may take: the walk of their turns' index, stopping after
+    -- `limit` tenants (claimable_tenants, migration 0034).
+    SELECT t.tenant_id, t.place, t.rate, t.next_send_at, t.quota
+    FROM claimable_tenants(%(limit)s::integer, %(rate_burst)s::float8,
+                           ARRAY(SELECT tenant_id FROM woken ORDER BY tenant_id),
+                           ARRAY(SELECT ready_at FROM woken ORDER BY tenant_id)) t
+),
+health AS MATERIALIZED (
+    -- Within each tenant, configs that may send now and have something due, the
+    -- longest-unserved first, with how many deliveries each may take; as many configs of
+    -- each tenant as its share of the claim.
+    SELECT h.tenant_id, h.config_id, h.place, h.circuit, h.rate_per_second, h.max_in_flight,
+           h.version, h.held_now, h.quota
+    FROM claimable_configs(ARRAY(SELECT tenant_id FROM tenants ORDER BY place),
+                           (SELECT ceil(%(limit)s::integer / greatest(1, count(*))::float8)::integer
+                            FROM tenants),
+                           %(cap)s::integer, %(ramp)s::float8, %(rate_burst)s::float8,
+                           %(capacity)s::integer, %(hold)s::integer, %(room_ids)s::text[],
+                           %(rooms)s::integer[]) h
+),
+shares AS MATERIALIZED (
+    -- Each config's share of its tenant's share of the claim: what the claim would take of
+    -- it if every config had as many due (a tenth of a claim over ten configs).
+    SELECT h.config_id, h.quota,
+           ceil(ceil(%(limit)s::integer / n.tenants::float8)
+                / count(*) OVER (PARTITION BY h.tenant_id))::integer AS share
     FROM health h
-    CROSS JOIN LATERAL config_due_deliveries(h.config_id, h.quota) p
+    CROSS JOIN (SELECT greatest(1, count(DISTINCT tenant_id)) AS tenants
+                FROM health WHERE quota > 0) n
     WHERE h.quota > 0
 ),
+due AS MATERIALIZED (
+    -- Each config's oldest due deliveries, read without a lock: its share, and more up to its
+    -- quota only when the shares did not fill the claim (due_deliveries, migration 0034).
+    SELECT p.id, p.config_id, p.next_attempt_at
+    FROM due_deliveries(ARRAY(SELECT config_id FROM shares ORDER BY config_id),
+                        ARRAY(SELECT quota FROM shares ORDER BY config_id),
+                        ARRAY(SELECT share FROM shares ORDER BY config_id),
+                        %(limit)s::integer) p
+),
+ranked AS MATERIALIZED (
+    -- Round-robin across tenants, and across configs within each: every tenant's first
+    -- delivery before any tenant's second, and a tenant's turns go to its configs in turn,
+    -- oldest due first within a config; a tenant takes no more than its rate's burst.
+    SELECT r.id, r.config_id, r.tenant_place, r.in_tenant
+    FROM (SELECT c.id, c.config_id, c.tenant_place, c.quota,
+                 row_number() OVER (PARTITION BY c.tenant_id
+                                    ORDER BY c.in_config, c.config_place) AS in_tenant
+          FROM (SELECT d.id, d.config_id, h.tenant_id, h.place AS config_place,
+                       t.place AS tenant_place, t.quota,
+                       row_number() OVER (PARTITION BY d.config_id
+                                          ORDER BY d.next_attempt_at, d.id) AS in_config
+                FROM due d
+                JOIN health h USING (config_id)
+                JOIN tenants t USING (tenant_id)) c) r
+    WHERE r.quota IS NULL OR r.in_tenant <= r.quota
+),
 picked AS MATERIALIZED (
-    -- Round-robin across configs: every config's first due delivery before any config's
-    -- second, oldest due first within a turn.
-    SELECT id, config_id
-    FROM (SELECT id, config_id, next_attempt_at,
-                 row_number() OVER (PARTITION BY config_id ORDER BY next_attempt_at) AS turn
-          FROM due) ranked
-    ORDER BY turn, next_attempt_at
+    -- The first `limit` of them in that order that no other worker holds, locked; one that
+    -- another claim took since this statement began is passed over.
+    SELECT d.id, d.config_id, r.in_tenant, r.tenant_place
+    FROM ranked r
+    JOIN deliveries d ON d.id = r.id
+    WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+    ORDER BY r.in_tenant, r.tenant_place
     LIMIT %(limit)s::integer
+    FOR UPDATE OF d SKIP LOCKED
 ),
 claimed AS (
     UPDATE deliveries d
@@ -82,7 +142,7 @@ claimed AS (
               d.generation_started_at, d.last_backoff_seconds, d.webhook_id,
               h.circuit = 'open' AS probe, h.max_in_flight, h.rate_per_second,
               h.version AS config_version,
-              d.sequence, d.ordering_key
+              d.sequence, d.ordering_key, picked.in_tenant, picked.tenant_place
 ),
 locked AS MATERIALIZED (
     SELECT h.config_id
@@ -94,9 +154,7 @@ locked AS MATERIALIZED (
 counted AS (
     -- Count them in flight, take the probe, the rate's next slot and the ramp's end, each
     -- guarded by the state the claim read (re-checked on the locked row). Counted from what
-    -- `claimed` moved, never from `picked`: each lookup of config_due_deliveries runs with a
-    -- newer snapshot than this statement, so `picked` may hold a delivery committed since
-    -- the statement began, which `claimed` cannot see and leaves pending.
+    -- `claimed` moved, never from `picked`.
     UPDATE config_health h
     SET in_flight = h.in_flight + c.claimed,
         served_at = now(),
@@ -123,9 +181,72 @@ counted AS (
       AND (h.circuit = 'closed' OR h.next_probe_at <= now())
       AND (h.next_send_at IS NULL OR h.next_send_at <= now())
     RETURNING h.config_id
+),
+looked AS MATERIALIZED (
+    -- Every tenant this claim looked at or was woken for, with what it took of each and
+    -- (for those it looked at) the earliest turn of their configs as this statement sees
+    -- them: its claims' own effect on those turns is seen by the next claim.
+    SELECT x.tenant_id, t.tenant_id IS NOT NULL AS visited, t.rate, t.next_send_at,
+           w.ready_at AS woken_at,
+           (SELECT count(*) FROM claimed c WHERE c.tenant_id = x.tenant_id) AS claimed,
+           CASE WHEN t.tenant_id IS NOT NULL THEN (
+               SELECT config_turn_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at,
+                                     h.served_at)
+               FROM config_health h
+               WHERE h.tenant_id = x.tenant_id
+                 AND h.next_due_at IS NOT NULL AND h.paused_at IS NULL
+                 AND h.circuit <> 'half_open'
+               ORDER BY h.tenant_id, config_turn_at(h.next_due_at, h.circuit, h.next_probe_at,
+                                                    h.next_send_at, h.served_at)
+               LIMIT 1) END AS ready_at
+    FROM (SELECT tenant_id FROM tenants UNION SELECT tenant_id FROM woken) x
+    LEFT JOIN tenants t USING (tenant_id)
+    LEFT JOIN woken w USING (tenant_id)
+),
+tenant_rows AS MATERIALIZED (
+    -- The rows of a rate-limited tenant the claim took something of are locked (waiting for
+    -- another claim of it); the others only when free.
+    SELECT t.tenant_id
+    FROM tenant_turns t
+    WHERE t.tenant_id IN (SELECT tenant_id FROM looked WHERE rate IS NOT NULL AND claimed > 0)
+    ORDER BY t.tenant_id
+    FOR NO KEY UPDATE
+),
+tenant_rows_free AS MATERIALIZED (
+    SELECT t.tenant_id
+    FROM tenant_turns t
+    WHERE t.tenant_id IN (SELECT tenant_id FROM looked)
+      AND t.tenant_id NOT IN (SELECT tenant_id FROM tenant_rows)
+    ORDER BY t.tenant_id
+    FOR NO KEY UPDATE SKIP LOCKED
+),
+turned AS (
+    -- A tenant looked at goes to the back of the round, its ready time what was seen; one
+    -- only woken keeps its place, ready no later than its wakes say; a rate-limited one's
+    -- schedule moves on by what was taken, guarded by the schedule read.
+    UPDATE tenant_turns t
+    SET served_at = CASE WHEN l.visited THEN now() ELSE t.served_at END,
+        ready_at = CASE WHEN l.visited THEN l.ready_at ELSE least(t.ready_at, l.woken_at) END,
+        next_send_at = CASE WHEN l.rate IS NOT NULL AND l.claimed > 0
+                            THEN greatest(coalesce(t.next_send_at, now()), now())
+                                 + make_interval(secs => l.claimed / l.rate)
+                            ELSE t.next_send_at END
+    FROM looked l
+    WHERE t.tenant_id = l.tenant_id
+      AND t.tenant_id IN (SELECT tenant_id FROM tenant_rows
+                          UNION ALL SELECT tenant_id FROM tenant_rows_free)
+      AND (l.rate IS NULL OR l.claimed = 0 OR t.next_send_at IS NOT DISTINCT FROM l.next_send_at)
+    RETURNING t.tenant_id, l.rate IS NOT NULL AND l.claimed > 0 AS rate_counted
+),
+woken_done AS (
+    -- The wakes this claim read of the tenants whose rows it moved: merged. A wake committed
+    -- since this statement began is not among them, and is merged by the next claim.
+    DELETE FROM tenant_wakes w
+    WHERE w.id IN (SELECT id FROM wakes)
+      AND w.tenant_id IN (SELECT tenant_id FROM turned)
 )
 SELECT d.id, d.event_id, e.type AS event_type, e.payload::text AS payload, e.occurred_at,
-       d.config_id, c.active AS config_active, c.endpoint, c.secret,
+       d.tenant_id, d.config_id, c.active AS config_active, c.endpoint, c.secret,
        ARRAY(SELECT previous.entry ->> 'secret'
              FROM jsonb_array_elements(c.previous_secrets) WITH ORDINALITY
                  AS previous (entry, position)
@@ -146,8 +267,11 @@ SELECT d.id, d.event_id, e.type AS event_type, e.payload::text AS payload, e.occ
 FROM claimed d
 JOIN events e ON e.tenant_id = d.tenant_id AND e.id = d.event_id
 JOIN configs c ON c.id = d.config_id
-WHERE claim_counted((SELECT count(DISTINCT config_id) FROM claimed),
-                    (SELECT count(*) FROM counted))
+WHERE claim_counted((SELECT count(DISTINCT config_id) FROM claimed)
+                    + (SELECT count(*) FROM looked WHERE rate IS NOT NULL AND claimed > 0),
+                    (SELECT count(*) FROM counted)
+                    + (SELECT count(*) FROM turned WHERE rate_counted))
+ORDER BY d.in_tenant, d.tenant_place
 
 -- record_and_settle --
 -- Append one attempt per result (once per claim: a result recorded again adds nothing), move each delivery still claimed with the given token to its next state (a non-2xx result of an inactive config becomes cancelled, but a final failure of a config deactivated for answering 410 among the results of this record, `gone`, stays failed), announce each delivery whose budget ran out (`exhausted`) to the operational tenant, and settle the configs' in-flight counts and circuit breakers with the verdicts of the claims that moved; return the deliveries that changed (kind 'moved') and every config settled (kind 'settled')
@@ -249,8 +373,8 @@ announced AS (
 settle_input AS (
     -- Only the claims that moved a delivery end here: a late result of a recovered claim
     -- frees no slot and judges nothing.
-    SELECT m.config_id, r.delivery_id, r.claim_token, r.verdict, r.last_error AS error,
-           true AS freed, r.position,
+    SELECT m.tenant_id, m.config_id, r.delivery_id, r.claim_token, r.verdict,
+           r.last_error AS error, true AS freed, r.position,
            coalesce(r.sent_at, now() + make_interval(secs => r.position / 1e6)) AS sent_at
     FROM moved m
     JOIN results r ON r.delivery_id = m.id AND r.claim_token = m.claim_token
@@ -260,8 +384,10 @@ attempts_counted AS (
     -- Each config's attempts and successes of this period, for exact per-config rates.
     -- Counted once its health row is locked (the IN reads all of `settled` first): that
     -- lock orders every count of one config, so two records never wait on each other here.
-    INSERT INTO config_attempt_counts AS t (config_id, period_start, attempts, succeeded)
-    SELECT s.config_id, attempt_period(now()), count(*),
+    -- The tenant is given (a row trigger would look it up for each new row).
+    INSERT INTO config_attempt_counts AS t (tenant_id, config_id, period_start, attempts,
+                                            succeeded)
+    SELECT min(s.tenant_id), s.config_id, attempt_period(now()), count(*),
            count(*) FILTER (WHERE s.verdict = 'success')
     FROM settle_input s
     WHERE s.config_id IN (SELECT config_id FROM settled)
@@ -341,21 +467,29 @@ wake AS (
 SELECT id, status, claim_token, (SELECT count(*) FROM wake) AS woken FROM recovered
 
 -- seconds_until_next_due --
--- Return the seconds until a claim could next take something (a due delivery of a config that may send, its probe or its rate slot), 0 if now, null if nothing waits; held backlogs are not read
+-- Return the seconds until a claim could next take something (a due delivery of a config that may send, its probe, its rate slot or its tenant's), 0 if now, null if nothing waits; held backlogs are not read
 --
 -- Paused, half-open and full configs are left out, and those the worker has at its own bound:
 -- a claim could take none of their deliveries, and waking for them would spin. What ends those holds (a resume, a recorded
 -- result) sends the wake-up NOTIFY. The ready set's index is walked from the earliest: the
--- first config not at its cap ends the walk.
+-- first config not at its cap ends the walk. A tenant over its deliveriesPerSecond holds its
+-- configs until its rate allows: they are left out, and the earliest such time counts.
 SELECT CASE WHEN ready IS NOT NULL THEN greatest(0, extract(epoch FROM ready - now()))::float8 END
-FROM (SELECT (
+FROM (SELECT least((
     SELECT config_ready_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at)
     FROM config_health h
     WHERE h.next_due_at IS NOT NULL AND h.paused_at IS NULL AND h.circuit <> 'half_open'
       AND h.in_flight < config_cap(h, %(cap)s, %(ramp)s)
       AND h.config_id <> ALL (%(saturated)s::text[])
+      AND NOT EXISTS (SELECT 1 FROM tenant_turns t
+                      WHERE t.tenant_id = h.tenant_id AND t.next_send_at > now())
     ORDER BY config_ready_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at)
-    LIMIT 1) AS ready
+    LIMIT 1), (
+    SELECT t.next_send_at
+    FROM tenant_turns t
+    WHERE t.ready_at IS NOT NULL AND t.next_send_at > now()
+    ORDER BY t.next_send_at
+    LIMIT 1)) AS ready
 ) earliest
 
 -- config_versions --

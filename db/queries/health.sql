@@ -306,9 +306,22 @@ SELECT set_config('webhooks.actor', coalesce(%(actor)s, ''), true),
        set_config('webhooks.reason', coalesce(%(reason)s, ''), true)
 
 -- health_changes_of_config --
--- Page back through a config's health history, newest first, below an id cursor, if the scope may see it
-SELECT id, config_id, changed_at, change, circuit, actor, reason
-FROM config_health_changes
+-- Page back through a config's health history, newest first, below an id cursor, if the scope may see it; to a tenant, an actor that is none of its own API tokens or portal sessions (the platform's tokens, its on-call commands) is named by the given word for the platform
+--
+-- The names of the platform's tokens and of the people who run its commands are the
+-- platform's: a tenant reads that the platform acted, not who.
+SELECT id, config_id, changed_at, change, circuit,
+       CASE WHEN %(scope_tenant)s::bigint IS NULL OR h.actor IS NULL
+                 OR EXISTS (SELECT 1 FROM api_tokens k
+                            WHERE k.name = h.actor AND k.tenant_id = %(scope_tenant)s::bigint)
+                 OR EXISTS (SELECT 1 FROM portal_sessions s
+                            WHERE s.tenant_id = %(scope_tenant)s::bigint
+                              AND s.id = CASE WHEN h.actor ~ %(session_actor)s
+                                              THEN substring(h.actor FROM '[0-9]+$')::bigint
+                                         END)
+            THEN h.actor ELSE %(platform_actor)s END AS actor,
+       reason
+FROM config_health_changes h
 WHERE config_id = %(id)s AND (%(before)s::bigint IS NULL OR id < %(before)s::bigint)
   AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)
 ORDER BY id DESC

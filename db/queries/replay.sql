@@ -127,23 +127,30 @@ LEFT JOIN replayed r ON r.id = p.id
 ORDER BY p.id DESC
 
 -- lock_key_turns_of_deliveries --
--- Before replaying the given deliveries, take what replaying them may move, in the one lock order: their configs (share, in id order), then the pending deliveries of their ordering keys, one statement after the other
+-- Before replaying the given deliveries (of the scope), take what replaying them may move, in the one lock order: their configs (share, in id order), then the pending deliveries of their ordering keys, one statement after the other
 --
 -- A replayed delivery of an ordered key may become its key's head, and the key's turns are
 -- then settled: the delivery that was due is made to wait. A claim holds that delivery and
 -- then waits for its config's health row, which the replay's own trigger takes first: locked
 -- here, before anything is changed, the replay waits for the claim to commit instead (and then
 -- sees it in flight, so the replayed delivery waits its turn), and claims skip what it holds.
+--
+-- Only the scope's deliveries count: a replay naming another tenant's delivery (which then
+-- finds nothing to replay) must not hold up that tenant's claims and changes meanwhile.
 SELECT count(*) FROM (
     SELECT id FROM configs
-    WHERE id IN (SELECT config_id FROM deliveries WHERE id = ANY(%(ids)s::bigint[]))
+    WHERE id IN (SELECT config_id FROM deliveries
+                 WHERE id = ANY(%(ids)s::bigint[])
+                   AND (%(scope_tenant)s::bigint IS NULL
+                        OR tenant_id = %(scope_tenant)s::bigint))
     ORDER BY id
     FOR SHARE
 ) configs_locked;
 SELECT count(*) FROM (
     SELECT w.id
     FROM (SELECT DISTINCT config_id, ordering_key FROM deliveries
-          WHERE id = ANY(%(ids)s::bigint[]) AND sequence IS NOT NULL) k
+          WHERE id = ANY(%(ids)s::bigint[]) AND sequence IS NOT NULL
+            AND (%(scope_tenant)s::bigint IS NULL OR tenant_id = %(scope_tenant)s::bigint)) k
     JOIN deliveries w ON w.config_id = k.config_id AND w.ordering_key = k.ordering_key
     WHERE w.sequence IS NOT NULL AND w.status = 'pending'
     FOR UPDATE OF w

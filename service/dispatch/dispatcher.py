@@ -159,8 +159,15 @@ class Dispatcher:
             if free < low_water:
                 self._slot_freed.clear()
                 if self._free_slots() < low_water:
-                    self._slot_freed.wait()
-                continue
+                    gevent.wait([self._slot_freed, self._wakeup], count=1)
+                # Woken (something became due) while the ready queue is full: claim a little
+                # now, within the backlog's bound, rather than when sends have freed enough
+                # room. What became due may be a quiet tenant's, which the claim serves first
+                # and the send queue sends next: it need not wait for the busy ones' sends.
+                free = min(low_water, self.backlog_limit - len(self.inflight))
+                if not (self._wakeup.is_set() and free > 0):
+                    continue
+                self._wakeup.clear()
             limit = min(free, batch)
             began = time.monotonic()
             try:

@@ -7,9 +7,11 @@ import io
 import json
 import logging
 
-from db import configs
+from db import configs, health, portal_sessions, tenants, tokens
 from db.scope import PLATFORM
+from db.vocabulary import PortalCapability
 from service.runtime import logs
+from tests.api.conftest import Api
 from tests.api.test_config_health import PAUSE, RESET, RESUME
 from tests.endpoint_health import RULES, events_for, open_circuit
 
@@ -83,3 +85,43 @@ def test_the_audit_trail_is_written_whatever_the_log_level():
         logging.getLogger("webhooks.health").setLevel(logging.NOTSET)
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [line["message"] for line in lines] == ["audit"]
+
+
+def test_a_tenant_reads_that_the_platform_acted_not_which_token_or_person(api, client, make):
+    """The names of the platform's tokens and of its on-call people are the platform's: a
+    tenant's token and portal session read `platform` for them, and the names of their own."""
+    shop = tenants.create(make.pool, uid="shop")
+    config = make.config(tenant_id=shop.id)
+    own = Api(client, tokens.create(make.pool, name="shop-ops", role="operator",
+                                    tenant_id=shop.id)[1])
+    session = Api(client, portal_sessions.create(
+        make.pool, tenant_id=shop.id, expires_in=3600, capabilities=list(PortalCapability),
+        event_types=None, created_by="ops").token)
+    session_name = make.column("SELECT 'portal-session:' || id FROM portal_sessions")[0]
+    health.pause(make.pool, PLATFORM, config.id, reason="on call", actor="cli:alice")
+    api.data(RESUME, {"id": config.id})  # the platform's token `ops`
+    own.data(PAUSE, {"id": config.id})
+    session.data(RESUME, {"id": config.id})
+    actors = ["RESUMED", "PAUSED", "RESUMED", "PAUSED"]
+    assert [(c, a) for c, a, _ in changes(api, config.id)] == list(zip(actors, [
+        session_name, "shop-ops", "ops", "cli:alice"], strict=True))
+    for tenant_side in (own, session):
+        assert [(c, a) for c, a, _ in changes(tenant_side, config.id)] == list(zip(actors, [
+            session_name, "shop-ops", "platform", "platform"], strict=True))
+
+
+def test_a_health_line_names_the_token_and_the_tenant_it_acts_for(client, make):
+    shop = tenants.create(make.pool, uid="shop")
+    config = make.config(tenant_id=shop.id)
+    own = Api(client, tokens.create(make.pool, name="shop-ops", role="operator",
+                                    tenant_id=shop.id)[1])
+    stream = io.StringIO()
+    logs.configure("info", stream)
+    try:
+        own.data(PAUSE, {"id": config.id})
+    finally:
+        logs.configure("warning")
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    (paused,) = [line for line in lines if line["logger"] == "webhooks.health"]
+    assert (paused["message"], paused["config_id"], paused["actor"], paused["tenant"]) == (
+        "config paused", config.id, "shop-ops", "shop")

@@ -130,6 +130,47 @@ def test_a_session_subscribes_only_to_the_types_it_was_given(api, shop):
     assert session(api).data(CREATE, {"types": ["*"]})  # no eventTypes: any
 
 
+def test_a_session_changes_no_config_beyond_its_types_but_may_stop_or_narrow_it(api, make,
+                                                                                shop):
+    """A config the platform subscribed wider than the session's types is never pointed at
+    another endpoint, activated, resumed, reset or given a new secret by the session: that
+    would send it the types it was not given. It may stop it, or narrow it within them."""
+    wide = make.config(event_types=["*"], tenant_id=shop["tenant"].id,
+                       endpoint="https://example.com/all")
+    portal = session(api, types=["order.created"])
+    by_id = {"id": wide.id}
+    moved = 'mutation ($id: ID!) { updateConfig(id: $id, input: {endpoint: ' \
+            '"https://attacker.example/in"}) { id } }'
+    refused = [moved,
+               'mutation ($id: ID!) { updateConfig(id: $id, input: {name: "mine"}) { id } }',
+               "mutation ($id: ID!) { rotateConfigSecret(id: $id) { secret } }",
+               "mutation ($id: ID!) { resumeConfig(id: $id) { changed } }",
+               "mutation ($id: ID!) { resetCircuit(id: $id) { changed } }"]
+    api.data("mutation ($id: ID!) { pauseConfig(id: $id) { changed } }", by_id)
+    for document in refused:
+        error = portal.error(document, by_id)
+        assert error["extensions"]["code"] == "FORBIDDEN", document
+        assert "'*'" in error["message"] and "order.created" in error["message"]
+    api.data("mutation ($id: ID!) { deactivateConfig(id: $id) { cancelledDeliveries } }",
+             by_id)
+    assert portal.code("mutation ($id: ID!) { activateConfig(id: $id) { id } }",
+                       by_id) == "FORBIDDEN"
+    shown = api.data('query ($id: ID!) { config(id: $id) { endpoint name active '
+                     'health { state } } }', by_id)["config"]
+    assert shown == {"endpoint": "https://example.com/all", "name": None, "active": False,
+                     "health": {"state": "PAUSED"}}
+    narrowed = portal.data('mutation ($id: ID!) { updateConfig(id: $id, input: {eventTypes: '
+                           '["order.created"], endpoint: "https://example.com/orders"}) '
+                           '{ eventTypes endpoint } }', by_id)["updateConfig"]
+    assert narrowed == {"eventTypes": ["order.created"], "endpoint": "https://example.com/orders"}
+    assert portal.data("mutation ($id: ID!) { activateConfig(id: $id) { active } }", by_id)
+    other = make.config(event_types=["*"], tenant_id=shop["tenant"].id)
+    for stop in ("pauseConfig(id: $id) { changed }",
+                 "deactivateConfig(id: $id) { cancelledDeliveries }",
+                 "deleteConfig(id: $id) { cancelledDeliveries }"):
+        assert portal.data(f"mutation ($id: ID!) {{ {stop} }}", {"id": other.id}), stop
+
+
 def test_a_session_publishes_only_catalog_examples_of_its_types_to_its_tenant(api, make, shop):
     portal = session(api, types=["order.created"])
     sent = portal.data(PUBLISH, {"type": "order.created", "payload": EXAMPLE})["publishEvent"]

@@ -3,6 +3,8 @@ config's cap, a worker's room and a rate limit bound what one claim takes."""
 
 from __future__ import annotations
 
+import pytest
+
 from db import deliveries, health
 from db.health import HealthRules
 from db.scope import PLATFORM
@@ -96,7 +98,9 @@ def test_a_rate_limit_spaces_claims_and_throttled_deliveries_spend_nothing(make)
     assert len(claim(make)) == 1
     assert claim(make, owner="another-worker") == []
     wait = deliveries.seconds_until_next_due(make.pool, RULES)
-    assert 0.3 < wait <= 0.5
+    assert 0 < wait <= 0.5  # less the time since the claim, which a loaded machine stretches
+    spacing = row(make, config.id)["next_send_at"] - row(make, config.id)["served_at"]
+    assert spacing.total_seconds() == pytest.approx(0.5)
     assert sum(make.row(id)["attempt_count"] for id in ids) == 0
     stage(make, config.id, next_send_at=row(make, config.id)["served_at"])
     assert len(claim(make, owner="another-worker")) == 1

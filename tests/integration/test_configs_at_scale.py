@@ -62,7 +62,7 @@ def test_an_events_subscribers_are_found_through_the_subscriptions_index(make):
             "payloads": [event.payload], "patterns": subscription_patterns(event.type),
             "schema_versions": [None], "occurred_at": [None], "keys": [None],
             "ordering_keys": [None], "trace_parents": [None], "trace_states": [None],
-            "source": "api"}).decode()
+            "filtered_positions": [], "filtered_configs": [], "source": "api"}).decode()
     plan = plans_as_run(make.pool.dsn, statement)  # the subscribers' look-up is a function
     assert any(n.get("Index Name") in ("configs_subscribed", "configs_subscribed_in_tenant")
                for n in _nodes(plan)), json.dumps(plan)

@@ -232,8 +232,8 @@ def test_an_endpoint_answering_410_gone_deactivates_its_config(make, receiver_fa
                                                               start_worker):
     receiver = receiver_factory(lambda request: Reply(status=410))
     config = make.config(receiver.url, max_in_flight=1)
+    ids = [make.event()[1][0] for _ in range(3)]  # before the first answer deactivates it
     worker = start_worker()
-    ids = [make.event()[1][0] for _ in range(3)]
     wait_until(lambda: not configs.get(make.pool, PLATFORM, config.id).active)
     assert row(make, config.id)["reason"] == "endpoint answered 410 Gone"
     wait_until(lambda: {make.row(id)["status"] for id in ids} <= {"failed", "cancelled"})

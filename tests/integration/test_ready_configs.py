@@ -161,7 +161,7 @@ def test_a_claim_reads_no_health_row_of_an_idle_paused_or_open_config(make):
         read = (node["Actual Rows"] + node.get("Rows Removed by Filter", 0)) * node["Actual Loops"]
         # The ready set holds the busy config alone; the rest are look-ups of that one by id.
         assert read == 1, json.dumps(node)
-    assert any(n.get("Index Name") == "config_health_turns" for n in scans), json.dumps(plan)
+    assert any(n.get("Index Name") == "config_health_tenant_turns" for n in scans), json.dumps(plan)
     assert any(n.get("Index Name") == "config_health_ready" for n in wait_scans)
 
 
@@ -192,7 +192,7 @@ def test_a_claim_walks_the_ready_configs_whatever_the_statistics_say(make):
             "FROM generate_series(1, 2000) n")
     make.event(type="ready")
     scans = list(_health_scans(_claim_plan(make, 10)))
-    walks = [n for n in scans if n.get("Index Name") == "config_health_turns"]
+    walks = [n for n in scans if n.get("Index Name") == "config_health_tenant_turns"]
     assert walks and all(n["Actual Rows"] + n.get("Rows Removed by Filter", 0) <= 10
                          for n in walks), json.dumps(scans)
     assert not [n for n in scans if n["Node Type"] == "Bitmap Heap Scan"
@@ -212,7 +212,7 @@ def test_claims_walk_the_ready_configs_round_robin_and_read_only_those_they_take
     with make.pool.transaction() as cursor:
         cursor.execute("ANALYZE config_health")
     turns = [n for n in _health_scans(_claim_plan(make, 10))
-             if n.get("Index Name") == "config_health_turns"]
+             if n.get("Index Name") == "config_health_tenant_turns"]
     assert turns and all(n["Actual Rows"] + n.get("Rows Removed by Filter", 0) <= 10
                          for n in turns), json.dumps(turns)
     served = []

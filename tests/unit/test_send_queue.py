@@ -18,6 +18,7 @@ class Item:
     n: int = 0
     max_in_flight: int | None = None
     config_version: int = 0
+    tenant_id: int = 1
 
 
 def test_configs_take_turns_oldest_first_within_a_config():
@@ -27,6 +28,28 @@ def test_configs_take_turns_oldest_first_within_a_config():
     queue.add(Item("b", 0))
     assert [(i.config_id, i.n) for i in queue.drain()] == [("a", 0), ("b", 0), ("a", 1),
                                                            ("a", 2)]
+
+
+def test_tenants_take_turns_then_their_configs_within_them():
+    """A tenant with many configs waiting takes one turn for each turn of a tenant with one:
+    a quiet tenant's item added behind a busy tenant's hundred configs goes next."""
+    queue = SendQueue(capacity=1000, per_config=10)
+    for n in range(100):
+        queue.add(Item(f"busy-{n}", tenant_id=1))
+    queue.add(Item("quiet", tenant_id=2))
+    sent = [i.config_id for i in queue.drain()]
+    assert sent[:3] == ["busy-0", "quiet", "busy-1"]
+    assert sorted(sent) == sorted([f"busy-{n}" for n in range(100)] + ["quiet"])
+
+
+def test_a_withdrawn_config_leaves_the_other_configs_and_tenants_their_turns():
+    queue = SendQueue(capacity=1000, per_config=10)
+    for config_id, tenant_id in (("a", 1), ("b", 1), ("c", 2)):
+        for n in range(2):
+            queue.add(Item(config_id, n, tenant_id=tenant_id))
+    assert [i.n for i in queue.withdraw({"b"})] == [0, 1]
+    assert queue.waiting == 4 and queue.waiting_configs() == {"a", "c"}
+    assert [i.config_id for i in queue.drain()] == ["a", "c", "a", "c"]
 
 
 def test_a_config_sends_at_most_its_share_and_hold_shares_held_saturate_it():
