@@ -128,28 +128,40 @@ SELECT count(*) FROM (SELECT 1 FROM tenants t WHERE /* include tenant_filter */
 
 -- tenant_stats --
 -- For each given tenant: its deliveries by status (each count stopping at the bound), its queue depth (pending, same bound), how long its longest-waiting config that could be sent to now has waited, and its attempts and failed attempts of the last hour
-SELECT t.id AS tenant_id,
-       (SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE d.tenant_id = t.id
-                              AND d.status = 'pending' LIMIT %(bound)s) s) AS pending,
-       (SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE d.tenant_id = t.id
-                              AND d.status = 'delivering' LIMIT %(bound)s) s) AS delivering,
-       (SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE d.tenant_id = t.id
-                              AND d.status = 'succeeded' LIMIT %(bound)s) s) AS succeeded,
-       (SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE d.tenant_id = t.id
-                              AND d.status = 'failed' LIMIT %(bound)s) s) AS failed,
-       (SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE d.tenant_id = t.id
-                              AND d.status = 'cancelled' LIMIT %(bound)s) s) AS cancelled,
+--
+-- Each count and the longest wait read the tenant's own rows through its own indexes
+-- (`deliveries_tenant_status`, `config_health_of_tenant`), whatever the statistics say. Written
+-- plainly (`d.status = 'pending'`, `h.next_due_at IS NOT NULL`), the conditions also match the
+-- partial indexes of the claim (the pending deliveries, the ready set), and statistics taken
+-- before a burst (a table analysed when nothing was due) make those look empty: the planner
+-- then walked every pending delivery, or every ready config, of every tenant once per tenant
+-- of the page (0.3–0.5 s for a page of 100 beside 22,000 due deliveries). A status taken from
+-- a list, and a missing due time turned into `infinity`, are the same conditions that no
+-- partial index's predicate can be proven from.
+SELECT t.id AS tenant_id, n.pending, n.delivering, n.succeeded, n.failed, n.cancelled,
        (SELECT extract(epoch FROM now() - min(config_ready_at(h.next_due_at, h.circuit,
                                                               h.next_probe_at,
                                                               h.next_send_at)))::float8
         FROM config_health h
-        WHERE h.tenant_id = t.id AND h.next_due_at IS NOT NULL AND h.paused_at IS NULL
-          AND h.circuit <> 'half_open'
-          AND config_ready_at(h.next_due_at, h.circuit, h.next_probe_at, h.next_send_at)
-              <= now()) AS oldest_due_age_seconds,
+        WHERE h.tenant_id = t.id AND h.paused_at IS NULL AND h.circuit <> 'half_open'
+          AND config_ready_at(coalesce(h.next_due_at, 'infinity'), h.circuit,
+                              h.next_probe_at, h.next_send_at) <= now()
+       ) AS oldest_due_age_seconds,
        coalesce(a.attempts, 0) AS attempts_last_hour,
        coalesce(a.attempts - a.succeeded, 0) AS failed_attempts_last_hour
 FROM tenants t
+CROSS JOIN LATERAL (
+    SELECT max(c.counted) FILTER (WHERE s.status = 'pending') AS pending,
+           max(c.counted) FILTER (WHERE s.status = 'delivering') AS delivering,
+           max(c.counted) FILTER (WHERE s.status = 'succeeded') AS succeeded,
+           max(c.counted) FILTER (WHERE s.status = 'failed') AS failed,
+           max(c.counted) FILTER (WHERE s.status = 'cancelled') AS cancelled
+    FROM unnest('{pending,delivering,succeeded,failed,cancelled}'::text[]) AS s (status)
+    CROSS JOIN LATERAL (SELECT count(*) AS counted
+                        FROM (SELECT 1 FROM deliveries d
+                              WHERE d.tenant_id = t.id AND d.status = s.status
+                              LIMIT %(bound)s) x) c
+) n
 LEFT JOIN LATERAL (
     SELECT sum(n.attempts)::bigint AS attempts, sum(n.succeeded)::bigint AS succeeded
     FROM config_attempt_counts n
