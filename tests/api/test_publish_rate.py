@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import gevent
+import pytest
 import requests
 
 from db import tokens
@@ -102,6 +103,7 @@ def test_other_refusals_of_a_publish_keep_their_status(api):
         assert response.get_json()["errors"][0]["extensions"]["code"] == "NOT_FOUND"
 
 
+@pytest.mark.slow  # a long proof (20-45 s): run by CI after the default tier
 def test_concurrent_publishes_through_two_web_processes_never_exceed_the_rate(
         database_url, pool, make, api):
     tenant(api, "slow", SLOW)

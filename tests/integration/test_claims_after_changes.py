@@ -96,6 +96,7 @@ def test_what_waits_to_be_sent_goes_back_unsent_once_its_config_changed(
             Webhook(old_secret).verify(request.body, request.headers)
 
 
+@pytest.mark.slow  # a long proof (20-45 s): run by CI after the default tier
 def test_claims_that_waited_too_long_to_be_sent_go_back_and_nothing_is_sent_twice(
         make, settings, receiver_factory, caplog):
     """Settings the validation refuses (a claim timeout shorter than three HTTP timeouts),

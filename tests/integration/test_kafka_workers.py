@@ -3,6 +3,7 @@
 import signal
 
 import gevent
+import pytest
 
 from tests.helpers import PATIENCE, wait_until, worker_process
 from tests.kafka import SESSION_TIMEOUT, consumer_settings
@@ -28,6 +29,7 @@ def _assert_every_message_ingested_once(make, topic, fan_out):
         == MESSAGES * fan_out
 
 
+@pytest.mark.slow  # a long proof (20-45 s): run by CI after the default tier
 def test_a_worker_stopped_mid_stream_and_restarted_ingests_every_message_once(
         make, receiver, topic, database_url):
     make.config(endpoint=receiver.url, event_types=["t"])

@@ -357,6 +357,7 @@ def test_a_config_is_named_by_its_id_or_its_name_and_an_unknown_one_is_an_error(
     assert code == 0 and "paused" in out
 
 
+@pytest.mark.slow  # a long proof (20-45 s): run by CI after the default tier
 def test_a_listing_whose_reader_goes_away_ends_quietly(database_url, make):
     """`webhooks configs list | head -c 1` with more output than a pipe holds: no
     BrokenPipeError traceback, the exit status of a program that SIGPIPE ended."""
