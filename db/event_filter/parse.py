@@ -23,6 +23,7 @@ from db.event_filter.conditions import (
 )
 from db.event_filter.operators import COMPARISONS, FIELD_OPERATORS, LOGICAL, Operator
 from db.event_filter.paths import split
+from db.json_types import described
 
 MAX_DEPTH = 8  # filters nested in $and, $or and $not
 MAX_VALUE_DEPTH = 32  # arrays and objects nested in an operand
@@ -105,17 +106,17 @@ class _State:
         if operator in COMPARISONS:
             if isinstance(operand, bool) or not isinstance(operand, int | float | str):
                 raise FilterError(at, f"{key} takes a number or a string, not "
-                                      f"{_kind(operand)}")
+                                      f"{described(operand)}")
             return Compares(operator, _value(operand, at))
         if operator in (Operator.IN, Operator.NIN):
             if not isinstance(operand, list):
-                raise FilterError(at, f"{key} takes an array of values, not {_kind(operand)}")
+                raise FilterError(at, f"{key} takes an array of values, not {described(operand)}")
             one_of = OneOf([_value(item, f"{at}[{index}]")
                             for index, item in enumerate(operand)])
             return one_of if operator is Operator.IN else Negated(operator, (one_of,), operand)
         if operator is Operator.EXISTS:
             if not isinstance(operand, bool):
-                raise FilterError(at, f"$exists takes true or false, not {_kind(operand)}")
+                raise FilterError(at, f"$exists takes true or false, not {described(operand)}")
             return Exists(operand)
         if operator is Operator.REGEX:
             return self.regex(operand, siblings.get(Operator.OPTIONS, ""), at)
@@ -123,10 +124,10 @@ class _State:
 
     def regex(self, pattern: Any, options: Any, at: str) -> Matches:
         if not isinstance(pattern, str):
-            raise FilterError(at, f"$regex takes a string, not {_kind(pattern)}")
+            raise FilterError(at, f"$regex takes a string, not {described(pattern)}")
         options_at = at.removesuffix(Operator.REGEX) + Operator.OPTIONS
         if not isinstance(options, str):
-            raise FilterError(options_at, f"$options takes a string, not {_kind(options)}")
+            raise FilterError(options_at, f"$options takes a string, not {described(options)}")
         wrong = patterns.options_error(options)
         if wrong:
             raise FilterError(options_at, wrong)
@@ -172,18 +173,6 @@ def _join(place: str, key: str) -> str:
     if not _PLAIN_KEY.fullmatch(key):
         return f"{place}[{json.dumps(key, ensure_ascii=False)}]"
     return f"{place}.{key}" if place else key
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
 
 
 def _unknown(key: str, known: tuple[Operator, ...]) -> str:

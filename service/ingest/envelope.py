@@ -32,6 +32,7 @@ from typing import Any
 from db.errors import InvalidInput
 from db.event_keys import ordering_key
 from db.events import UNRESOLVED_TENANT, NewEvent, new_event
+from db.json_types import described
 from db.rejected import RejectedEvent
 from db.scope import DEFAULT_TENANT_UID
 from db.tenants import check_uid
@@ -87,11 +88,11 @@ def parse(
     document = _load(text)
     if not isinstance(document, dict):
         raise Poison(PoisonKind.NOT_AN_OBJECT,
-                     f"the value is {_described(document)}, not an object")
+                     f"the value is {described(document)}, not an object")
     event_type = document.get("type")
     if not isinstance(event_type, str):
         detail = ("no `type`" if "type" not in document
-                  else f"`type` is {_described(event_type)}")
+                  else f"`type` is {described(event_type)}")
         raise Poison(PoisonKind.NO_TYPE, f"{detail}; it must be a string")
     event_id = _given_id(document)
     if event_id is None:
@@ -124,7 +125,7 @@ def _tenant_uid(document: dict[str, Any], headers: Headers | None) -> str:
     if given is not None:
         if not isinstance(given, str):
             raise Poison(PoisonKind.INVALID_TENANT,
-                         f"`tenant` is {_described(given)}; it must be a tenant's uid")
+                         f"`tenant` is {described(given)}; it must be a tenant's uid")
         named.append(given)
     for name, value in headers or ():
         if isinstance(name, str) and name.lower() == TENANT_HEADER:
@@ -168,7 +169,7 @@ def _given_id(document: dict[str, Any]) -> str | None:
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
         raise Poison(PoisonKind.INVALID_ID,
-                     f"`{key}` is {_described(value)}; it must be a string or an integer")
+                     f"`{key}` is {described(value)}; it must be a string or an integer")
     return None
 
 
@@ -199,21 +200,6 @@ def _from_epoch(seconds: float) -> datetime | None:
         return datetime.fromtimestamp(seconds, UTC)
     except (OverflowError, OSError, ValueError):
         return None
-
-
-def _described(value: Any) -> str:
-    """Name the JSON type of a parsed value, with its article."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 def read_again(message: RejectedEvent, *, max_payload: int) -> NewEvent:
