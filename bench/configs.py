@@ -350,15 +350,6 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _parts(text: str) -> list[str]:
-    parts = text.split("/")
-    unknown = set(parts) - set(PARTS)
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown part(s): {', '.join(sorted(unknown))}; "
-                                         f"the parts are {', '.join(PARTS)}")
-    return parts
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench configs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -367,7 +358,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workers", type=env.numbers(1), default=[1, 4],
                         help="worker processes of each dispatch run, separated by / "
                              "(default 1/4)")
-    parser.add_argument("--parts", type=_parts, default=list(PARTS),
+    parser.add_argument("--parts", type=env.parts(PARTS), default=list(PARTS),
                         help=f"which parts to run, separated by / (default {'/'.join(PARTS)})")
     parser.add_argument("--window", type=int, default=20_000,
                         help="deliveries measured in each dispatch run (default 20000)")

@@ -163,6 +163,18 @@ def numbers(minimum: int):
     return parse
 
 
+def parts(known: tuple[str, ...]):
+    """Return an argparse type: names separated by /, each one of `known`."""
+    def parse(text: str) -> list[str]:
+        chosen = text.split("/")
+        unknown = set(chosen) - set(known)
+        if unknown:
+            raise argparse.ArgumentTypeError(f"unknown part(s): {', '.join(sorted(unknown))}; "
+                                             f"the parts are {', '.join(known)}")
+        return chosen
+    return parse
+
+
 def api_token(dsn: str, role: str, prefix: str) -> str:
     """Create an API token of `role` on the database at `dsn` (named `prefix` and a unique
     suffix); return it."""

@@ -588,21 +588,12 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _parts(text: str) -> list[str]:
-    parts = text.split("/")
-    unknown = set(parts) - set(PARTS)
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown part(s): {', '.join(sorted(unknown))}; "
-                                         f"the parts are {', '.join(PARTS)}")
-    return parts
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench tenants", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tenants", type=int, default=100_000,
                         help="tenants of the larger database (default 100000)")
-    parser.add_argument("--parts", type=_parts, default=list(PARTS),
+    parser.add_argument("--parts", type=env.parts(PARTS), default=list(PARTS),
                         help=f"which parts to run, separated by / (default {'/'.join(PARTS)})")
     parser.add_argument("--single", type=int, default=2_000,
                         help="tenants created one at a time, the rest at once (default 2000)")
