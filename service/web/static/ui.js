@@ -172,6 +172,20 @@ export function percent(rate) {
   return rate === null || rate === undefined ? "—" : `${(rate * 100).toFixed(1)} %`;
 }
 
+const SEARCH_DELAY_MS = 250; // typing pauses this long before the list follows
+
+/** A search box that follows the typing: `follow(words)` once the typing pauses. */
+export function searchBox({ id, label, placeholder, value }, follow) {
+  let timer;
+  const input = h("input", { id, type: "search", autocomplete: "off", "aria-label": label,
+    value, placeholder });
+  input.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => follow(input.value.trim()), SEARCH_DELAY_MS);
+  });
+  return input;
+}
+
 export function number(n) {
   return Number(n).toLocaleString("en");
 }

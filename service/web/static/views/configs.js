@@ -7,7 +7,7 @@ import { rememberConfigs } from "../picker.js";
 import { narrowedTo, platform, rememberTenants, tenantLink, withTenant } from "../tenancy.js";
 import {
   ask, askWithReason, attemptChart, badge, failure, h, heading, loading, notify, number, startPage, table,
-  local, relative, time,
+  local, relative, searchBox, time,
 } from "../ui.js";
 
 const CONFIG_FIELDS = `id name endpoint eventTypes active createdAt updatedAt
@@ -24,7 +24,6 @@ const CONFIGS = `query Configs($filter: ConfigFilter, $first: Int, $after: Strin
   }
 }`;
 const PAGE = 50;
-const SEARCH_DELAY_MS = 250; // typing pauses this long before the list follows
 
 const CONFIG = `query Config($id: ID!, $ids: [ID!], $minutes: Int!, $bucket: Int!,
     $withTenant: Boolean!) {
@@ -149,21 +148,6 @@ function healthFilter(query) {
   return select;
 }
 
-/** A search box that follows the typing: the list below is replaced as the words change. */
-function searchBox(query) {
-  let timer;
-  const input = h("input", { id: "config-search", type: "search", autocomplete: "off",
-    "aria-label": "Search configs by name or endpoint", value: query.get("search") || "",
-    placeholder: "search name or endpoint…" });
-  input.addEventListener("input", () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      location.hash = listLink(query, { search: input.value.trim() });
-    }, SEARCH_DELAY_MS);
-  });
-  return input;
-}
-
 function healthText(health) {
   const parts = [failingNow(health) ? "failing: the circuit is closed, the endpoint does not work"
     : health.state.toLowerCase().replace("_", " ")];
@@ -189,7 +173,9 @@ export async function configsPage({ query }) {
   const create = viewer.canMutate
     ? h("a", { class: "button", href: withTenant("#/configs/new", tenant) }, "New config") : null;
   const tools = () => h("div", { class: "toolbar", role: "search" }, healthFilter(query),
-    searchBox(query));
+    searchBox({ id: "config-search", label: "Search configs by name or endpoint",
+      placeholder: "search name or endpoint…", value: query.get("search") || "" },
+    (search) => { location.hash = listLink(query, { search }); }));
   const typing = document.activeElement?.id === "config-search";
   const keepTyping = () => { // the list follows the typing; the cursor stays in the box
     if (!typing) return;

@@ -8,13 +8,12 @@ import { rememberConfigs } from "../picker.js";
 import { rememberTenants, withTenant } from "../tenancy.js";
 import {
   attemptChart, badge, duration, failure, h, heading, loading, number, percent, relative,
-  startPage, table, time,
+  searchBox, startPage, table, time,
 } from "../ui.js";
 import { configLink, recentFailures } from "./configs.js";
 
 const PAGE = 50;
 const COUNT_BOUND = 10000; // tenants counted exactly, at most (then one more)
-const SEARCH_DELAY_MS = 250; // typing pauses this long before the list follows
 const TENANT_FIELDS = `uid name createdAt deletedAt stats { ${TENANT_STATS} }`;
 
 const TENANTS = `query Tenants($name: String, $uid: String!, $exact: Boolean!, $first: Int,
@@ -72,20 +71,6 @@ function listLink(query, changes) {
   return text ? `#/tenants?${text}` : "#/tenants";
 }
 
-function searchBox(query) {
-  let timer;
-  const input = h("input", { id: "tenant-search", type: "search", autocomplete: "off",
-    "aria-label": "Search tenants by name or uid", value: query.get("search") || "",
-    placeholder: "search name or uid…" });
-  input.addEventListener("input", () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      location.hash = listLink(query, { search: input.value.trim() });
-    }, SEARCH_DELAY_MS);
-  });
-  return input;
-}
-
 function tenantRow(tenant) {
   const stats = tenant.stats;
   return h("tr", { "data-uid": tenant.uid },
@@ -106,7 +91,10 @@ function tenantRow(tenant) {
 
 export async function tenantsPage({ query }) {
   const show = startPage();
-  const tools = () => h("div", { class: "toolbar", role: "search" }, searchBox(query));
+  const tools = () => h("div", { class: "toolbar", role: "search" }, searchBox(
+    { id: "tenant-search", label: "Search tenants by name or uid",
+      placeholder: "search name or uid…", value: query.get("search") || "" },
+    (search) => { location.hash = listLink(query, { search }); }));
   const typing = document.activeElement?.id === "tenant-search";
   const keepTyping = () => { // the list follows the typing; the cursor stays in the box
     if (!typing) return;
