@@ -344,9 +344,7 @@ def table(results: dict) -> str:
         for name, row in results["api"]["calls"].items():
             lines.append(f"  {name:<34} {row['p50_ms']:>9} {row['p99_ms']:>9}")
     lines.append("")
-    for target in results["targets"]:
-        lines.append(f"{'met ' if target['met'] else 'MISSED'} {target['target']}: "
-                     f"{target['value']}")
+    lines.extend(env.target_lines(results["targets"]))
     return "\n".join(lines)
 
 

@@ -163,6 +163,12 @@ def numbers(minimum: int):
     return parse
 
 
+def target_lines(targets: list[dict]) -> list[str]:
+    """Return a line for each of a run's targets: met or MISSED, what it is, the value."""
+    return [f"{'met ' if target['met'] else 'MISSED'} {target['target']}: {target['value']}"
+            for target in targets]
+
+
 def parts(known: tuple[str, ...]):
     """Return an argparse type: names separated by /, each one of `known`."""
     def parse(text: str) -> list[str]:

@@ -104,9 +104,7 @@ def table(results: dict) -> str:
         lines.append(f"{name}: {value}")
     held = results["ordered_one_held"].get("held_key_still_waiting")
     lines.append(f"the held key's backlog still waiting at the end: {held}")
-    for target in results["targets"]:
-        lines.append(f"{'met ' if target['met'] else 'MISSED'} {target['target']}: "
-                     f"{target['value']}")
+    lines.extend(env.target_lines(results["targets"]))
     return "\n".join(lines)
 
 

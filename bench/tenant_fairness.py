@@ -125,9 +125,7 @@ def table(results: dict) -> str:
         lines.append("NOTE the busy backlog ran out before the quiet events did: raise "
                      "--backlog")
     lines.append("")
-    for target in results["targets"]:
-        lines.append(f"{'met ' if target['met'] else 'MISSED'} {target['target']}: "
-                     f"{target['value']}")
+    lines.extend(env.target_lines(results["targets"]))
     return "\n".join(lines)
 
 

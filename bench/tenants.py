@@ -582,9 +582,7 @@ def table(results: dict) -> str:
     lines.append("")
     lines.extend(f"{name}: {value}" for name, value in results["ratios"].items())
     lines.append("")
-    for target in results["targets"]:
-        lines.append(f"{'met ' if target['met'] else 'MISSED'} {target['target']}: "
-                     f"{target['value']}")
+    lines.extend(env.target_lines(results["targets"]))
     return "\n".join(lines)
 
 
