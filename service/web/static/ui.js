@@ -172,6 +172,18 @@ export function percent(rate) {
   return rate === null || rate === undefined ? "—" : `${(rate * 100).toFixed(1)} %`;
 }
 
+/** The address of the list at `path` with `changes` made to its query (a new filter starts
+ * at the first page). */
+export function listAddress(path, query, changes) {
+  const next = new URLSearchParams(query);
+  for (const name of ["cursor_after", "cursor_before"]) next.delete(name);
+  for (const [name, value] of Object.entries(changes)) {
+    if (value) next.set(name, value); else next.delete(name);
+  }
+  const text = next.toString();
+  return text ? `${path}?${text}` : path;
+}
+
 const SEARCH_DELAY_MS = 250; // typing pauses this long before the list follows
 
 /** A search box that follows the typing: `follow(words)` once the typing pauses. */

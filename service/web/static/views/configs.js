@@ -7,7 +7,7 @@ import { rememberConfigs } from "../picker.js";
 import { narrowedTo, platform, rememberTenants, tenantLink, withTenant } from "../tenancy.js";
 import {
   ask, askWithReason, attemptChart, badge, failure, h, heading, loading, notify, number, startPage, table,
-  local, relative, searchBox, time,
+  listAddress, local, relative, searchBox, time,
 } from "../ui.js";
 
 const CONFIG_FIELDS = `id name endpoint eventTypes active createdAt updatedAt
@@ -127,16 +127,9 @@ function health(config) {
   return healthBadge(config.health);
 }
 
-/** The address of the configs list with `changes` made to its query (a new filter starts
- * at the first page). */
+/** The address of the list with `changes` made to its query. */
 function listLink(query, changes) {
-  const next = new URLSearchParams(query);
-  for (const name of ["cursor_after", "cursor_before"]) next.delete(name);
-  for (const [name, value] of Object.entries(changes)) {
-    if (value) next.set(name, value); else next.delete(name);
-  }
-  const text = next.toString();
-  return text ? `#/configs?${text}` : "#/configs";
+  return listAddress("#/configs", query, changes);
 }
 
 function healthFilter(query) {

@@ -8,7 +8,7 @@ import { rememberConfigs } from "../picker.js";
 import { rememberTenants, withTenant } from "../tenancy.js";
 import {
   attemptChart, badge, duration, failure, h, heading, loading, number, percent, relative,
-  searchBox, startPage, table, time,
+  listAddress, searchBox, startPage, table, time,
 } from "../ui.js";
 import { configLink, recentFailures } from "./configs.js";
 
@@ -61,14 +61,9 @@ function tenantHref(uid) {
   return `#/tenants/${encodeURIComponent(uid)}`;
 }
 
+/** The address of the list with `changes` made to its query. */
 function listLink(query, changes) {
-  const next = new URLSearchParams(query);
-  for (const name of ["cursor_after", "cursor_before"]) next.delete(name);
-  for (const [name, value] of Object.entries(changes)) {
-    if (value) next.set(name, value); else next.delete(name);
-  }
-  const text = next.toString();
-  return text ? `#/tenants?${text}` : "#/tenants";
+  return listAddress("#/tenants", query, changes);
 }
 
 function tenantRow(tenant) {
